@@ -1,0 +1,225 @@
+//! Command-line arguments (clap derive) and the dispatch of each subcommand.
+//!
+//! Exit codes: 0 on success, 1 on an I/O error, 2 on bad arguments (clap's usage errors) or
+//! an index that cannot be built with the options given.
+
+use std::io::{self, IsTerminal};
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand};
+use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
+
+use crate::shell::run_shell;
+
+/// Exit code for an index that cannot be built (the same as clap's usage errors).
+pub const EXIT_BAD_CONFIG: u8 = 2;
+
+/// The `elastree` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "elastree",
+    version,
+    about = "In-memory ordered indexes for database systems",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: CliCommand,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CliCommand {
+    /// Run index commands read from stdin, one per line (put, get, del, scan, rscan, range,
+    /// len, mem, check; type `help` in the shell for the protocol).
+    Shell(ShellArgs),
+}
+
+/// Arguments of `elastree shell`.
+#[derive(Debug, Clone, Args)]
+pub struct ShellArgs {
+    /// The index to run the commands against.
+    #[command(flatten)]
+    pub index: IndexArgs,
+}
+
+/// The options that choose and configure an index; shared by every subcommand that builds
+/// one.
+#[derive(Debug, Clone, Args)]
+pub struct IndexArgs {
+    /// The index kind.
+    #[arg(long, value_name = "KIND", default_value_t = IndexKind::BTree, value_parser = index_kind_parser())]
+    pub index: IndexKind,
+
+    /// Build a non-unique (secondary) index: a key maps to a set of tids.
+    #[arg(long)]
+    pub non_unique: bool,
+
+    /// The longest key accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_KEY_LEN)]
+    pub max_key_len: usize,
+
+    /// Every key has exactly this many bytes (8 and 16 select integer-compared layouts).
+    #[arg(long, value_name = "BYTES")]
+    pub key_len: Option<usize>,
+
+    /// The most entries a leaf node holds (default: the kind's).
+    #[arg(long, value_name = "ENTRIES")]
+    pub leaf_capacity: Option<usize>,
+
+    /// The most separators an inner node holds (default: the kind's).
+    #[arg(long, value_name = "ENTRIES")]
+    pub inner_capacity: Option<usize>,
+}
+
+/// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] as the possible
+/// values in `--help` and in error messages.
+fn index_kind_parser() -> impl TypedValueParser<Value = IndexKind> {
+    PossibleValuesParser::new(IndexKind::ALL.iter().map(|kind| kind.name()))
+        .try_map(|name| IndexKind::from_str(&name))
+}
+
+impl IndexArgs {
+    /// The builder these options describe.
+    pub fn builder(&self) -> IndexBuilder {
+        let mut builder = IndexBuilder::new(self.index)
+            .unique(!self.non_unique)
+            .max_key_len(self.max_key_len);
+        if let Some(bytes) = self.key_len {
+            builder = builder.key_len(KeyLen::Fixed(bytes));
+        }
+        if let Some(entries) = self.leaf_capacity {
+            builder = builder.leaf_capacity(entries);
+        }
+        if let Some(entries) = self.inner_capacity {
+            builder = builder.inner_capacity(entries);
+        }
+        builder
+    }
+
+    /// Builds the index, or prints why it cannot be built on stderr and returns the exit
+    /// code to end with.
+    pub fn build_or_report(&self) -> Result<Box<dyn Index>, ExitCode> {
+        self.builder().build().map_err(|err| {
+            eprintln!("elastree: cannot build the {} index: {err}", self.index);
+            ExitCode::from(EXIT_BAD_CONFIG)
+        })
+    }
+}
+
+/// Runs a parsed command line and returns the process's exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        CliCommand::Shell(args) => shell(&args),
+    }
+}
+
+/// `elastree shell`: the line protocol of [`crate::shell`] on stdin and stdout.
+fn shell(args: &ShellArgs) -> ExitCode {
+    let index = match args.index.build_or_report() {
+        Ok(index) => index,
+        Err(code) => return code,
+    };
+    let stdin = io::stdin();
+    let interactive = stdin.is_terminal();
+    if interactive {
+        eprintln!(
+            "elastree shell: {} index ({}); type help for the commands",
+            args.index.index,
+            if index.is_unique() {
+                "unique"
+            } else {
+                "non-unique"
+            }
+        );
+    }
+    match run_shell(&*index, stdin.lock(), io::stdout().lock(), interactive) {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`elastree shell < script | head`): nothing left to say.
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("elastree: shell: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn shell_args(argv: &[&str]) -> ShellArgs {
+        match Cli::try_parse_from(argv).unwrap().command {
+            CliCommand::Shell(args) => args,
+        }
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn shell_options_map_to_the_builder() {
+        let args = shell_args(&[
+            "elastree",
+            "shell",
+            "--index",
+            "btree",
+            "--non-unique",
+            "--max-key-len",
+            "4",
+            "--key-len",
+            "4",
+            "--leaf-capacity",
+            "8",
+            "--inner-capacity",
+            "6",
+        ]);
+        let index = args.index;
+        assert_eq!(index.index, IndexKind::BTree);
+        assert!(index.non_unique);
+        assert_eq!(index.max_key_len, 4);
+        assert_eq!(index.key_len, Some(4));
+        assert_eq!(index.leaf_capacity, Some(8));
+        assert_eq!(index.inner_capacity, Some(6));
+        let builder = format!("{:?}", index.builder());
+        assert!(builder.contains("unique: false"), "{builder}");
+        assert!(builder.contains("Fixed(4)"), "{builder}");
+    }
+
+    #[test]
+    fn index_defaults_to_btree() {
+        let args = shell_args(&["elastree", "shell"]);
+        assert_eq!(args.index.index, IndexKind::BTree);
+        assert!(!args.index.non_unique);
+        assert_eq!(args.index.max_key_len, DEFAULT_MAX_KEY_LEN);
+    }
+
+    #[test]
+    fn unknown_index_kind_is_a_usage_error_listing_the_kinds() {
+        let err = Cli::try_parse_from(["elastree", "shell", "--index", "nope"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let msg = err.to_string();
+        for kind in IndexKind::ALL {
+            assert!(msg.contains(kind.name()), "{msg}");
+        }
+    }
+
+    #[test]
+    fn help_lists_every_kind() {
+        let help = Cli::command()
+            .find_subcommand_mut("shell")
+            .unwrap()
+            .render_help()
+            .to_string();
+        for kind in IndexKind::ALL {
+            assert!(help.contains(kind.name()), "{help}");
+        }
+        assert!(help.contains("--non-unique"), "{help}");
+    }
+}

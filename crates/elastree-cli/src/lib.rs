@@ -1,0 +1,8 @@
+//! The `elastree` command-line tool, as a library so that its pieces can be tested without
+//! spawning the binary.
+//!
+//! * [`cli`]: the command-line arguments (clap) and the dispatch of each subcommand;
+//! * [`shell`]: the line protocol of `elastree shell`.
+
+pub mod cli;
+pub mod shell;

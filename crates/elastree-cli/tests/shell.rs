@@ -1,0 +1,778 @@
+//! End-to-end tests of `elastree shell`: run the real binary, pipe a script to its stdin and
+//! compare the exact stdout.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::ops::Bound;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `elastree ARGS` with `input` on stdin and returns what it did.
+fn run(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elastree"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn elastree");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // Feed stdin from another thread so a large script cannot deadlock against stdout.
+    let feeder = std::thread::spawn(move || {
+        // The shell may legitimately stop reading early (quit); ignore a broken pipe.
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("wait for elastree");
+    feeder.join().unwrap();
+    output
+}
+
+/// Runs `elastree shell ARGS` on `script`, checks it exits 0 with nothing on stderr, and
+/// returns stdout.
+fn shell(args: &[&str], script: &[u8]) -> String {
+    let mut argv = vec!["shell"];
+    argv.extend_from_slice(args);
+    let output = run(&argv, script);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "elastree {argv:?} failed: {:?}\nstderr: {stderr}",
+        output.status
+    );
+    assert!(stderr.is_empty(), "unexpected stderr: {stderr}");
+    String::from_utf8(output.stdout).expect("stdout is UTF-8")
+}
+
+/// Joins expected lines, each with its newline.
+fn lines(lines: &[&str]) -> String {
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+const UNIQUE: &[&str] = &["--index", "btree"];
+const NON_UNIQUE: &[&str] = &["--index", "btree", "--non-unique"];
+
+#[test]
+fn unique_session() {
+    let script = b"\
+put apple 1
+put banana 2
+put apple 3
+get apple
+get banana
+get cherry
+put u64:7 70
+get u64:7
+get hex:0000000000000007
+del apple
+del apple
+get apple
+del cherry
+len
+put hex: 9
+get hex:
+put hex:616263 4
+get abc
+len
+";
+    assert_eq!(
+        shell(UNIQUE, script),
+        lines(&[
+            "OK", "OK", "OK 1", "3", "2", "NONE", "OK", "70", "70", "3", "NONE", "NONE", "NONE",
+            "2", "OK", "9", "OK", "4", "4",
+        ])
+    );
+}
+
+#[test]
+fn non_unique_session() {
+    let script = b"\
+put k 5
+put k 2
+put k 9
+put k 5
+get k
+get j
+put j 1
+get j
+del k 5
+del k 5
+del k 100
+get k
+len
+del k 2
+del k 9
+get k
+len
+";
+    assert_eq!(
+        shell(NON_UNIQUE, script),
+        lines(&[
+            "OK", "OK", "OK", "OK", "2 5 9", "NONE", "OK", "1", "5", "NONE", "NONE", "2 9", "3",
+            "2", "9", "NONE", "1",
+        ])
+    );
+}
+
+#[test]
+fn del_arity_depends_on_the_mode() {
+    assert_eq!(
+        shell(UNIQUE, b"put a 1\ndel a 1\nget a\ndel a\n"),
+        lines(&[
+            "OK",
+            "ERR wrong number of arguments (usage: del KEY on a unique index)",
+            "1",
+            "1",
+        ])
+    );
+    assert_eq!(
+        shell(NON_UNIQUE, b"put a 1\ndel a\nget a\ndel a 1\n"),
+        lines(&[
+            "OK",
+            "ERR wrong number of arguments (usage: del KEY TID on a non-unique index)",
+            "1",
+            "1",
+        ])
+    );
+}
+
+#[test]
+fn unique_scans() {
+    let script = b"\
+put b 2
+put a 1
+put c 3
+put hex: 0
+put hex:00 5
+scan hex: 100
+scan a 2
+scan bb 10
+scan d 10
+scan a 0
+rscan c 2
+rscan bz 10
+rscan hex:00 10
+rscan hex: 10
+range a c 10
+range a c 1
+range hex: hex:00 10
+range c a 10
+range b b 10
+";
+    assert_eq!(
+        shell(UNIQUE, script),
+        lines(&[
+            "OK", "OK", "OK", "OK", "OK",
+            // scan hex: 100 (the empty key prints as empty hex)
+            " 0", "00 5", "61 1", "62 2", "63 3", "END", // scan a 2
+            "61 1", "62 2", "END", // scan bb 10
+            "63 3", "END", // scan d 10, scan a 0
+            "END", "END", // rscan c 2
+            "63 3", "62 2", "END", // rscan bz 10
+            "62 2", "61 1", "00 5", " 0", "END", // rscan hex:00 10
+            "00 5", " 0", "END", // rscan hex: 10
+            " 0", "END", // range a c 10, range a c 1
+            "61 1", "62 2", "END", "61 1", "END", // range hex: hex:00 10
+            " 0", "END", // range c a 10 (inverted), range b b 10 (empty)
+            "END", "END",
+        ])
+    );
+}
+
+#[test]
+fn non_unique_scans_print_one_line_per_pair() {
+    let script = b"\
+put u64:2 20
+put u64:1 11
+put u64:1 10
+put u64:2 21
+put u64:3 30
+scan u64:1 100
+scan u64:1 3
+rscan u64:2 100
+rscan u64:2 1
+range u64:1 u64:3 100
+range u64:2 u64:2 100
+";
+    let k1 = "0000000000000001";
+    let k2 = "0000000000000002";
+    let k3 = "0000000000000003";
+    assert_eq!(
+        shell(NON_UNIQUE, script),
+        lines(&[
+            "OK",
+            "OK",
+            "OK",
+            "OK",
+            "OK",
+            &format!("{k1} 10"),
+            &format!("{k1} 11"),
+            &format!("{k2} 20"),
+            &format!("{k2} 21"),
+            &format!("{k3} 30"),
+            "END",
+            &format!("{k1} 10"),
+            &format!("{k1} 11"),
+            &format!("{k2} 20"),
+            "END",
+            &format!("{k2} 21"),
+            &format!("{k2} 20"),
+            &format!("{k1} 11"),
+            &format!("{k1} 10"),
+            "END",
+            &format!("{k2} 21"),
+            "END",
+            &format!("{k1} 10"),
+            &format!("{k1} 11"),
+            &format!("{k2} 20"),
+            &format!("{k2} 21"),
+            "END",
+            "END",
+        ])
+    );
+}
+
+/// Parses a `mem` reply into (total, inner, leaves, aux), checking its format.
+fn parse_mem(line: &str) -> (usize, usize, usize, usize) {
+    let tokens: Vec<&str> = line.split(' ').collect();
+    assert_eq!(tokens.len(), 4, "{line:?}");
+    let total: usize = tokens[0].parse().expect("total is a number");
+    let part = |token: &str, name: &str| -> usize {
+        token
+            .strip_prefix(name)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line:?}: expected {name}<n>"))
+    };
+    let inner = part(tokens[1], "inner=");
+    let leaves = part(tokens[2], "leaves=");
+    let aux = part(tokens[3], "aux=");
+    assert_eq!(total, inner + leaves + aux, "{line:?}");
+    (total, inner, leaves, aux)
+}
+
+#[test]
+fn len_mem_check() {
+    let mut script = String::from("len\nmem\ncheck\n");
+    for i in 0..2000 {
+        script.push_str(&format!("put u64:{i} {i}\n"));
+    }
+    script.push_str("len\nmem\ncheck\n");
+    for i in 0..1000 {
+        script.push_str(&format!("del u64:{i}\n"));
+    }
+    script.push_str("len\ncheck\n");
+    let out = shell(
+        &["--leaf-capacity", "8", "--inner-capacity", "8"],
+        script.as_bytes(),
+    );
+    let out: Vec<&str> = out.lines().collect();
+    assert_eq!(out.len(), 3 + 2000 + 3 + 1000 + 2);
+    assert_eq!(out[0], "0");
+    let (empty_total, ..) = parse_mem(out[1]);
+    assert_eq!(out[2], "OK");
+    assert!(out[3..2003].iter().all(|line| *line == "OK"));
+    assert_eq!(out[2003], "2000");
+    let (full_total, _, leaves, _) = parse_mem(out[2004]);
+    assert!(full_total > empty_total, "{} -> {}", out[1], out[2004]);
+    assert!(
+        leaves >= 2000 * 16,
+        "2000 pairs of 16 bytes in {leaves} leaf bytes?"
+    );
+    assert_eq!(out[2005], "OK");
+    for (i, line) in out[2006..3006].iter().enumerate() {
+        assert_eq!(*line, i.to_string());
+    }
+    assert_eq!(out[3006], "1000");
+    assert_eq!(out[3007], "OK");
+}
+
+#[test]
+fn malformed_lines_get_err_and_the_shell_goes_on() {
+    let script = "\
+frobnicate
+PUT a 1
+put
+put a
+put a 1 2
+get
+get a b
+del
+del a 1 2
+scan a
+rscan a 1 2
+range a b
+len 1
+mem x
+check x
+help me
+put a x
+put a -1
+put a 1.5
+put a 18446744073709551616
+scan a many
+get u64:abc
+get u64:
+get u64:18446744073709551616
+get hex:zz
+get hex:abc
+put a 1
+get a
+";
+    let out = shell(UNIQUE, script.as_bytes());
+    assert_eq!(
+        out,
+        lines(&[
+            "ERR unknown command \"frobnicate\" (try help)",
+            "ERR unknown command \"PUT\" (try help)",
+            "ERR wrong number of arguments (usage: put KEY TID)",
+            "ERR wrong number of arguments (usage: put KEY TID)",
+            "ERR wrong number of arguments (usage: put KEY TID)",
+            "ERR wrong number of arguments (usage: get KEY)",
+            "ERR wrong number of arguments (usage: get KEY)",
+            "ERR wrong number of arguments (usage: del KEY (unique index) or del KEY TID (non-unique index))",
+            "ERR wrong number of arguments (usage: del KEY (unique index) or del KEY TID (non-unique index))",
+            "ERR wrong number of arguments (usage: scan KEY N)",
+            "ERR wrong number of arguments (usage: rscan KEY N)",
+            "ERR wrong number of arguments (usage: range LO HI N)",
+            "ERR wrong number of arguments (usage: len)",
+            "ERR wrong number of arguments (usage: mem)",
+            "ERR wrong number of arguments (usage: check)",
+            "ERR wrong number of arguments (usage: help)",
+            "ERR bad tid \"x\": expected a decimal integer",
+            "ERR bad tid \"-1\": expected a decimal integer",
+            "ERR bad tid \"1.5\": expected a decimal integer",
+            "ERR tid \"18446744073709551616\" is out of range (at most 18446744073709551615)",
+            "ERR bad limit \"many\": expected a decimal integer",
+            "ERR bad u64 key \"u64:abc\": expected a decimal integer",
+            "ERR bad u64 key \"u64:\": expected a decimal integer",
+            "ERR u64 key \"u64:18446744073709551616\" is out of range (at most 18446744073709551615)",
+            "ERR bad hex key \"hex:zz\": 'z' is not a hex digit",
+            "ERR bad hex key \"hex:abc\": odd number of hex digits",
+            "OK",
+            "1",
+        ])
+    );
+}
+
+#[test]
+fn over_long_keys_are_refused() {
+    let script = b"\
+put abcd 1
+put abcde 2
+put hex:0102030405 3
+put u64:1 4
+get abcd
+get abcde
+del abcde
+len
+";
+    let too_long =
+        |len: usize| format!("ERR key of {len} bytes exceeds the maximum key length of 4 bytes");
+    assert_eq!(
+        shell(&["--max-key-len", "4"], script),
+        lines(&[
+            "OK",
+            &too_long(5),
+            &too_long(5),
+            &too_long(8),
+            "1",
+            &too_long(5),
+            &too_long(5),
+            "1",
+        ])
+    );
+    assert_eq!(
+        shell(
+            &["--max-key-len", "4", "--non-unique"],
+            b"put abcde 1\nget abcde\ndel abcde 1\nlen\n"
+        ),
+        lines(&[&too_long(5), &too_long(5), &too_long(5), "0"])
+    );
+}
+
+#[test]
+fn fixed_key_length() {
+    let script = b"put u64:1 1\nput abc 2\nget u64:1\nlen\n";
+    assert_eq!(
+        shell(&["--key-len", "8"], script),
+        lines(&[
+            "OK",
+            "ERR key of 3 bytes does not match the index's fixed key length of 8 bytes",
+            "1",
+            "1",
+        ])
+    );
+}
+
+#[test]
+fn invalid_utf8_lines_are_errors() {
+    let script = b"put a 1\nput \xff\xfe 2\n\xc3\x28\nget a\x80\nlen\n";
+    assert_eq!(
+        shell(UNIQUE, script),
+        lines(&[
+            "OK",
+            "ERR line is not valid UTF-8",
+            "ERR line is not valid UTF-8",
+            "ERR line is not valid UTF-8",
+            "1",
+        ])
+    );
+}
+
+#[test]
+fn blank_lines_comments_and_line_endings() {
+    let script = b"\n   \n\t\n# a comment\n   # another\nput a 1\r\n\r\nget a\r\nput b 2\n\nlen";
+    assert_eq!(shell(UNIQUE, script), lines(&["OK", "1", "OK", "2"]));
+}
+
+#[test]
+fn utf8_keys_are_their_bytes() {
+    let script = "put ключ 1\nget ключ\nscan ключ 1\n";
+    assert_eq!(
+        shell(UNIQUE, script.as_bytes()),
+        lines(&["OK", "1", "d0bad0bbd18ed187 1", "END"])
+    );
+}
+
+#[test]
+fn end_of_input_exits_0_without_a_prompt() {
+    for script in [&b""[..], b"\n", b"len", b"put a 1\nget a\n"] {
+        let output = run(&["shell"], script);
+        assert!(output.status.success(), "{:?}", output.status);
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(!stdout.contains("elastree>"), "{stdout:?}");
+        assert!(output.stderr.is_empty());
+    }
+    assert_eq!(shell(UNIQUE, b""), "");
+}
+
+#[test]
+fn help_and_quit() {
+    let out = shell(UNIQUE, b"help\nput a 1\nquit\nput b 2\n");
+    let (help, rest) = out.split_at(out.len() - 3);
+    assert_eq!(rest, "OK\n");
+    for command in [
+        "put KEY TID",
+        "get KEY",
+        "del KEY",
+        "del KEY TID",
+        "scan KEY N",
+        "rscan KEY N",
+        "range LO HI N",
+        "len",
+        "mem",
+        "check",
+        "help",
+        "quit",
+    ] {
+        assert!(help.contains(command), "help lacks {command:?}:\n{help}");
+    }
+}
+
+#[test]
+fn help_flags_exit_0() {
+    let output = run(&["--help"], b"");
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("shell"), "{stdout}");
+
+    let output = run(&["shell", "--help"], b"");
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for needle in [
+        "--index",
+        "btree",
+        "--non-unique",
+        "--max-key-len",
+        "--key-len",
+        "--leaf-capacity",
+        "--inner-capacity",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "shell --help lacks {needle}:\n{stdout}"
+        );
+    }
+
+    let output = run(&["--version"], b"");
+    assert!(output.status.success());
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let output = run(&["shell", "--index", "nope"], b"len\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("nope") && stderr.contains("btree"),
+        "{stderr}"
+    );
+
+    let output = run(&["shell", "--leaf-capacity", "-3"], b"len\n");
+    assert_eq!(output.status.code(), Some(2));
+
+    let output = run(&[], b"");
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn an_index_that_cannot_be_built_exits_2() {
+    for args in [
+        &["shell", "--max-key-len", "0"][..],
+        &["shell", "--max-key-len", "4", "--key-len", "8"],
+        &["shell", "--max-key-len", "100000000"],
+        &["shell", "--leaf-capacity", "2"],
+        &["shell", "--non-unique", "--inner-capacity", "1"],
+    ] {
+        let output = run(args, b"len\n");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr
+                .starts_with("elastree: cannot build the btree index: invalid index configuration"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A long random script checked line by line against a model.
+
+/// SplitMix64: a small, fixed-seed, good-enough generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random key as (token, bytes), in one of the three token forms.
+fn random_key(rng: &mut Rng) -> (String, Vec<u8>) {
+    match rng.below(3) {
+        0 => {
+            let n = rng.below(400);
+            (format!("u64:{n}"), n.to_be_bytes().to_vec())
+        }
+        1 => {
+            let token = format!("k{}", rng.below(300));
+            let bytes = token.clone().into_bytes();
+            (token, bytes)
+        }
+        _ => {
+            let len = rng.below(4) as usize;
+            let bytes: Vec<u8> = (0..len).map(|_| rng.below(4) as u8 * 0x3f).collect();
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            (format!("hex:{hex}"), bytes)
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The reference: a set of (key, tid) pairs, with the unique-index rules on top.
+struct Model {
+    unique: bool,
+    pairs: BTreeSet<(Vec<u8>, u64)>,
+}
+
+impl Model {
+    fn tids(&self, key: &[u8]) -> Vec<u64> {
+        self.pairs
+            .range((key.to_vec(), 0)..=(key.to_vec(), u64::MAX))
+            .map(|(_, tid)| *tid)
+            .collect()
+    }
+
+    fn scan_lines<'a>(
+        pairs: impl Iterator<Item = &'a (Vec<u8>, u64)>,
+        limit: usize,
+    ) -> Vec<String> {
+        let mut out: Vec<String> = pairs
+            .take(limit)
+            .map(|(key, tid)| format!("{} {tid}", hex(key)))
+            .collect();
+        out.push("END".to_owned());
+        out
+    }
+
+    /// Generates one random command and returns it with the replies the shell must print.
+    fn step(&mut self, rng: &mut Rng) -> (String, Vec<String>) {
+        let (token, key) = random_key(rng);
+        let tid = if self.unique {
+            rng.below(1_000_000)
+        } else {
+            rng.below(6)
+        };
+        let limit = rng.below(12) as usize;
+        let roll = rng.below(100);
+        let one = |line: String| vec![line];
+        match roll {
+            0..=39 => {
+                let old = self.tids(&key);
+                let reply = if self.unique {
+                    for old_tid in &old {
+                        self.pairs.remove(&(key.clone(), *old_tid));
+                    }
+                    match old.first() {
+                        Some(old_tid) => format!("OK {old_tid}"),
+                        None => "OK".to_owned(),
+                    }
+                } else {
+                    "OK".to_owned()
+                };
+                self.pairs.insert((key, tid));
+                (format!("put {token} {tid}"), one(reply))
+            }
+            40..=59 => {
+                let tids = self.tids(&key);
+                let reply = if tids.is_empty() {
+                    "NONE".to_owned()
+                } else {
+                    let tids: Vec<String> = tids.iter().map(u64::to_string).collect();
+                    tids.join(" ")
+                };
+                (format!("get {token}"), one(reply))
+            }
+            60..=79 => {
+                if self.unique {
+                    let reply = match self.tids(&key).first() {
+                        Some(&old) => {
+                            self.pairs.remove(&(key, old));
+                            old.to_string()
+                        }
+                        None => "NONE".to_owned(),
+                    };
+                    (format!("del {token}"), one(reply))
+                } else {
+                    let reply = if self.pairs.remove(&(key, tid)) {
+                        tid.to_string()
+                    } else {
+                        "NONE".to_owned()
+                    };
+                    (format!("del {token} {tid}"), one(reply))
+                }
+            }
+            80..=88 => {
+                let pairs = self.pairs.range((key, 0)..);
+                (
+                    format!("scan {token} {limit}"),
+                    Self::scan_lines(pairs, limit),
+                )
+            }
+            89..=93 => {
+                let pairs = self.pairs.range(..=(key, u64::MAX)).rev();
+                (
+                    format!("rscan {token} {limit}"),
+                    Self::scan_lines(pairs, limit),
+                )
+            }
+            94..=97 => {
+                let (hi_token, hi) = random_key(rng);
+                let reply = if key < hi {
+                    let lower = Bound::Included((key, 0));
+                    let upper = Bound::Excluded((hi, 0));
+                    Self::scan_lines(self.pairs.range((lower, upper)), limit)
+                } else {
+                    vec!["END".to_owned()]
+                };
+                (format!("range {token} {hi_token} {limit}"), reply)
+            }
+            98 => ("len".to_owned(), one(self.pairs.len().to_string())),
+            _ => ("check".to_owned(), one("OK".to_owned())),
+        }
+    }
+}
+
+fn random_session(unique: bool, seed: u64, commands: usize) {
+    let mut rng = Rng(seed);
+    let mut model = Model {
+        unique,
+        pairs: BTreeSet::new(),
+    };
+    let mut script = String::new();
+    // For each expected output line: (script line number, expected text).
+    let mut expected: Vec<(usize, String)> = Vec::new();
+    let mut commands_text = Vec::with_capacity(commands);
+    for line_no in 0..commands {
+        let (command, replies) = model.step(&mut rng);
+        script.push_str(&command);
+        script.push('\n');
+        commands_text.push(command);
+        expected.extend(replies.into_iter().map(|reply| (line_no, reply)));
+    }
+    script.push_str("len\ncheck\n");
+    expected.push((commands, model.pairs.len().to_string()));
+    expected.push((commands + 1, "OK".to_owned()));
+    commands_text.push("len".to_owned());
+    commands_text.push("check".to_owned());
+
+    let mut args = vec!["--leaf-capacity", "4", "--inner-capacity", "4"];
+    if !unique {
+        args.push("--non-unique");
+    }
+    let out = shell(&args, script.as_bytes());
+    let got: Vec<&str> = out.lines().collect();
+    for (i, (line_no, want)) in expected.iter().enumerate() {
+        let got_line = got.get(i).copied().unwrap_or("<missing>");
+        assert_eq!(
+            got_line,
+            want,
+            "output line {i}, for script line {} {:?}",
+            line_no + 1,
+            commands_text[*line_no]
+        );
+    }
+    assert_eq!(got.len(), expected.len(), "extra output lines");
+    // The model was exercised in every mode it has.
+    assert!(!model.pairs.is_empty());
+}
+
+#[test]
+fn random_unique_script_matches_a_btreemap_model() {
+    random_session(true, 0x5eed_0001, 20_000);
+}
+
+#[test]
+fn random_non_unique_script_matches_a_btreeset_model() {
+    random_session(false, 0x5eed_0002, 20_000);
+}
+
+#[test]
+fn a_million_lines_pipe_through() {
+    let mut script = String::with_capacity(16 << 20);
+    for i in 0..500_000u64 {
+        script.push_str(&format!(
+            "put u64:{} {i}\n",
+            i.wrapping_mul(0x9e37_79b9) % 1_000_000
+        ));
+    }
+    for i in 0..500_000u64 {
+        script.push_str(&format!("get u64:{i}\n"));
+    }
+    let out = shell(UNIQUE, script.as_bytes());
+    assert_eq!(out.lines().count(), 1_000_000);
+    // BTreeMap is in the test to keep the model honest on a sample of the answers.
+    let mut model = BTreeMap::new();
+    for i in 0..500_000u64 {
+        model.insert(i.wrapping_mul(0x9e37_79b9) % 1_000_000, i);
+    }
+    for (i, line) in out.lines().skip(500_000).enumerate().step_by(997) {
+        let want = model
+            .get(&(i as u64))
+            .map_or_else(|| "NONE".to_owned(), u64::to_string);
+        assert_eq!(line, want, "get u64:{i}");
+    }
+}

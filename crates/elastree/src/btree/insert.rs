@@ -1,0 +1,152 @@
+//! Insert, with splits of full leaves and eager splits of full inner nodes.
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use super::{Tree, Visit};
+use crate::node::{NodeHeader, NodeRepr};
+use crate::sync::Restart;
+
+/// What an insert attempt did.
+enum Attempt {
+    /// Done; the previous value if the key was present.
+    Done(Option<u64>),
+    /// A node was split (or the tree restarted); descend again.
+    Again,
+}
+
+impl<R: NodeRepr> Tree<R> {
+    /// Inserts `key -> value`, replacing and returning the previous value if the key was
+    /// present.
+    pub fn insert(&self, key: R::Probe<'_>, value: u64) -> Option<u64> {
+        self.upsert(key, value, true)
+    }
+
+    /// Inserts `key -> value` only if the key is absent; returns the present value otherwise
+    /// (and changes nothing).
+    pub fn insert_if_absent(&self, key: R::Probe<'_>, value: u64) -> Option<u64> {
+        self.upsert(key, value, false)
+    }
+
+    fn upsert(&self, key: R::Probe<'_>, value: u64, replace: bool) -> Option<u64> {
+        let guard = &epoch::pin();
+        loop {
+            if let Ok(Attempt::Done(previous)) = self.try_insert(key, value, replace, guard) {
+                return previous;
+            }
+        }
+    }
+
+    fn try_insert(
+        &self,
+        key: R::Probe<'_>,
+        value: u64,
+        replace: bool,
+        guard: &Guard,
+    ) -> Result<Attempt, Restart> {
+        let mut visit = self.read_root(guard)?;
+        let mut parent: Option<Visit<'_>> = None;
+        while !visit.node.is_leaf() {
+            if !R::has_room(visit.node, &self.config, None) {
+                // Split full inner nodes on the way down, so the parent of any node we
+                // split later has room for its separator.
+                self.split(parent, visit, guard)?;
+                return Ok(Attempt::Again);
+            }
+            let slot = self.child_slot(visit.node, key);
+            let child = Self::step(&visit, self.child_at(visit.node, slot))?;
+            parent = Some(visit);
+            visit = child;
+        }
+
+        let leaf = visit;
+        let hit = R::search(leaf.node, &self.config, key);
+        if hit.found {
+            if !replace {
+                let present = R::value_at(leaf.node, &self.config, hit.pos);
+                leaf.read.validate()?;
+                return Ok(Attempt::Done(Some(present)));
+            }
+            let _lock = leaf.read.upgrade()?;
+            let previous = R::value_at(leaf.node, &self.config, hit.pos);
+            R::set_value(leaf.node, &self.config, hit.pos, value);
+            return Ok(Attempt::Done(Some(previous)));
+        }
+        if R::has_room(leaf.node, &self.config, Some(key)) {
+            let _lock = leaf.read.upgrade()?;
+            R::insert_at(leaf.node, &self.config, hit.pos, key, value);
+            self.len.add(1);
+            return Ok(Attempt::Done(None));
+        }
+        self.split(parent, leaf, guard)?;
+        Ok(Attempt::Again)
+    }
+
+    /// Splits `node` (leaf or inner) in two, posting the separator to `parent`, or growing a
+    /// new root when `node` is the root.
+    fn split(
+        &self,
+        parent: Option<Visit<'_>>,
+        node: Visit<'_>,
+        _guard: &Guard,
+    ) -> Result<(), Restart> {
+        let _parent_lock = match parent {
+            Some(parent) => Some(parent.read.upgrade()?),
+            None => None,
+        };
+        let _node_lock = node.read.upgrade()?;
+        let node_ptr = node.node as *const NodeHeader as *mut NodeHeader;
+        if parent.is_none() && self.root.load(Ordering::Acquire) != node_ptr {
+            return Err(Restart);
+        }
+
+        let level = node.node.level();
+        let right_ptr = self.alloc_node(level);
+        // SAFETY: freshly allocated, not yet shared.
+        let right = unsafe { right_ptr.as_ref() };
+        let at = R::split_point(node.node, &self.config);
+        let separator = R::key_at(node.node, &self.config, at);
+        if level == 0 {
+            R::move_tail(node.node, at, right, &self.config);
+            right.set_link(node.node.link());
+        } else {
+            // The separator moves up; its child becomes the right node's leftmost child.
+            let first_child = R::value_at(node.node, &self.config, at) as *mut NodeHeader;
+            R::move_tail(node.node, at + 1, right, &self.config);
+            R::remove_at(node.node, &self.config, at);
+            right.set_link(first_child);
+        }
+        // Publish the right node: as the leaf's sibling, then in the parent.
+        if level == 0 {
+            node.node.set_link(right_ptr.as_ptr());
+        }
+        match parent {
+            Some(parent) => {
+                let pos = R::search(parent.node, &self.config, R::probe(&separator)).pos;
+                R::insert_at(
+                    parent.node,
+                    &self.config,
+                    pos,
+                    R::probe(&separator),
+                    right_ptr.as_ptr() as u64,
+                );
+            }
+            None => {
+                let root_ptr = self.alloc_node(level + 1);
+                // SAFETY: freshly allocated, not yet shared.
+                let root = unsafe { root_ptr.as_ref() };
+                root.set_link(node_ptr);
+                R::insert_at(
+                    root,
+                    &self.config,
+                    0,
+                    R::probe(&separator),
+                    right_ptr.as_ptr() as u64,
+                );
+                self.root.store(root_ptr.as_ptr(), Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+}

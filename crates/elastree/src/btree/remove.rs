@@ -1,0 +1,174 @@
+//! Remove, and the repair of underfull nodes: merging a node with a sibling under their
+//! parent, and shrinking the tree's height when the root is left with a single child.
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use super::{Tree, Visit};
+use crate::node::NodeRepr;
+use crate::sync::Restart;
+
+/// What a merge attempt at one level found.
+enum Repair {
+    /// Nothing (more) to do.
+    Done,
+    /// The parent level needs repair next.
+    Parent,
+    /// The root was replaced by its only child, which may need the same.
+    Collapsed,
+}
+
+impl<R: NodeRepr> Tree<R> {
+    /// Removes `key`, returning its value if it was present.
+    pub fn remove(&self, key: R::Probe<'_>) -> Option<u64> {
+        self.remove_if(key, |_| true)
+    }
+
+    /// Removes `key` if `pred(value)` holds for its current value; returns the removed value.
+    pub fn remove_if(&self, key: R::Probe<'_>, pred: impl Fn(u64) -> bool) -> Option<u64> {
+        let guard = &epoch::pin();
+        loop {
+            match self.try_remove(key, &pred, guard) {
+                Ok((removed, underfull)) => {
+                    if underfull {
+                        self.repair(key, guard);
+                    }
+                    return removed;
+                }
+                Err(Restart) => continue,
+            }
+        }
+    }
+
+    fn try_remove(
+        &self,
+        key: R::Probe<'_>,
+        pred: &impl Fn(u64) -> bool,
+        guard: &Guard,
+    ) -> Result<(Option<u64>, bool), Restart> {
+        let (leaf, parent) = self.descend(key, 0, guard)?;
+        let hit = R::search(leaf.node, &self.config, key);
+        if !hit.found {
+            leaf.read.validate()?;
+            return Ok((None, false));
+        }
+        let _lock = leaf.read.upgrade()?;
+        let value = R::value_at(leaf.node, &self.config, hit.pos);
+        if !pred(value) {
+            return Ok((None, false));
+        }
+        R::remove_at(leaf.node, &self.config, hit.pos);
+        self.len.add(-1);
+        let underfull = parent.is_some() && R::is_underfull(leaf.node, &self.config);
+        Ok((Some(value), underfull))
+    }
+
+    /// Repairs underfull nodes on the path of `key`, from the leaves up.
+    fn repair(&self, key: R::Probe<'_>, guard: &Guard) {
+        let mut level = 0;
+        loop {
+            match self.try_merge(key, level, guard) {
+                Ok(Repair::Done) => return,
+                Ok(Repair::Parent) => level += 1,
+                Ok(Repair::Collapsed) => level = level.saturating_sub(1),
+                Err(Restart) => continue,
+            }
+        }
+    }
+
+    /// One merge attempt for the node at `level` on the path of `key`.
+    fn try_merge(&self, key: R::Probe<'_>, level: u16, guard: &Guard) -> Result<Repair, Restart> {
+        let root = self.read_root(guard)?;
+        if root.node.level() < level {
+            return Ok(Repair::Done);
+        }
+        if root.node.level() == level {
+            return self.try_collapse_root(root, guard);
+        }
+        let (parent, _) = self.descend(key, level + 1, guard)?;
+        let slot = self.child_slot(parent.node, key);
+        let node = Self::step(&parent, self.child_at(parent.node, slot))?;
+        if !R::is_underfull(node.node, &self.config) {
+            node.read.validate()?;
+            return Ok(Repair::Done);
+        }
+        let parent_count = R::count(parent.node, &self.config);
+        // Pick the pair (left, right) and the parent entry that separates them.
+        let (left, right, separator_index) = match slot {
+            // Leftmost child: pair it with entry 0 (if any).
+            None if parent_count == 0 => {
+                parent.read.validate()?;
+                return Ok(Repair::Parent);
+            }
+            None => {
+                let right = Self::step(&parent, self.child_at(parent.node, Some(0)))?;
+                (node, right, 0)
+            }
+            Some(i) if i + 1 < parent_count => {
+                let right = Self::step(&parent, self.child_at(parent.node, Some(i + 1)))?;
+                (node, right, i + 1)
+            }
+            Some(i) => {
+                let left_slot = i.checked_sub(1);
+                let left = Self::step(&parent, self.child_at(parent.node, left_slot))?;
+                (left, node, i)
+            }
+        };
+        let extra = usize::from(level > 0);
+        if !R::fits_merge(left.node, right.node, extra, &self.config) {
+            right.read.validate()?;
+            left.read.validate()?;
+            return Ok(Repair::Done);
+        }
+        let _parent_lock = parent.read.upgrade()?;
+        let left_lock = left.read.upgrade()?;
+        let right_lock = right.read.upgrade()?;
+
+        if level == 0 {
+            R::move_tail(right.node, 0, left.node, &self.config);
+            left.node.set_link(right.node.link());
+        } else {
+            let separator = R::key_at(parent.node, &self.config, separator_index);
+            let count = left.node.count();
+            R::insert_at(
+                left.node,
+                &self.config,
+                count,
+                R::probe(&separator),
+                right.node.link() as u64,
+            );
+            R::move_tail(right.node, 0, left.node, &self.config);
+        }
+        R::remove_at(parent.node, &self.config, separator_index);
+        drop(left_lock);
+        right_lock.unlock_obsolete();
+        self.retire(right.node, guard);
+
+        let parent_is_root = std::ptr::eq(self.root.load(Ordering::Acquire), parent.node);
+        let parent_needs_repair = if parent_is_root {
+            parent.node.count() == 0
+        } else {
+            R::is_underfull(parent.node, &self.config)
+        };
+        Ok(if parent_needs_repair {
+            Repair::Parent
+        } else {
+            Repair::Done
+        })
+    }
+
+    /// Replaces an inner root that has a single child by that child.
+    fn try_collapse_root(&self, root: Visit<'_>, guard: &Guard) -> Result<Repair, Restart> {
+        if root.node.is_leaf() || root.node.count() > 0 {
+            root.read.validate()?;
+            return Ok(Repair::Done);
+        }
+        let lock = root.read.upgrade()?;
+        let child = root.node.link();
+        self.root.store(child, Ordering::Release);
+        lock.unlock_obsolete();
+        self.retire(root.node, guard);
+        Ok(Repair::Collapsed)
+    }
+}

@@ -1,0 +1,223 @@
+//! Range scans, ascending along the leaf chain and descending by re-descents.
+//!
+//! A scan copies the qualifying entries of one leaf into a buffer, validates the leaf's
+//! version, and only then hands the entries to the caller, so every visited pair was present
+//! when the leaf was validated. After a failed validation it restarts from the root at the
+//! last key it returned (exclusive), so keys never repeat or go backwards.
+
+use std::ops::Bound;
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use super::{Tree, Visit};
+use crate::node::{NodeHeader, NodeRepr};
+use crate::sync::Restart;
+
+/// Whether `key` is still inside the far end of a scan.
+fn within<R: NodeRepr>(
+    config: &R::Config,
+    key: &R::Owned,
+    end: Bound<&R::Owned>,
+    ascending: bool,
+) -> bool {
+    use std::cmp::Ordering::*;
+    match end {
+        Bound::Unbounded => true,
+        Bound::Included(e) => {
+            let ord = R::compare(config, key, e);
+            if ascending {
+                ord != Greater
+            } else {
+                ord != Less
+            }
+        }
+        Bound::Excluded(e) => {
+            let ord = R::compare(config, key, e);
+            if ascending {
+                ord == Less
+            } else {
+                ord == Greater
+            }
+        }
+    }
+}
+
+impl<R: NodeRepr> Tree<R> {
+    /// Visits up to `limit` entries with keys in `(lower, upper)` in ascending order; returns
+    /// how many were visited.
+    pub fn scan_ascending(
+        &self,
+        lower: Bound<&R::Owned>,
+        upper: Bound<&R::Owned>,
+        limit: usize,
+        visit: &mut dyn FnMut(&R::Owned, u64),
+    ) -> usize {
+        let guard = &epoch::pin();
+        let mut resume: Bound<R::Owned> = lower.cloned();
+        let mut buffer: Vec<(R::Owned, u64)> = Vec::new();
+        let mut visited = 0;
+        'restart: while visited < limit {
+            let Ok(mut leaf) = self.descend_to_start(resume.as_ref(), guard) else {
+                continue 'restart;
+            };
+            loop {
+                buffer.clear();
+                let count = R::count(leaf.node, &self.config);
+                let start = match &resume {
+                    Bound::Unbounded => 0,
+                    Bound::Included(k) => R::search(leaf.node, &self.config, R::probe(k)).pos,
+                    Bound::Excluded(k) => {
+                        let hit = R::search(leaf.node, &self.config, R::probe(k));
+                        hit.pos + usize::from(hit.found)
+                    }
+                };
+                let wanted = limit - visited;
+                let mut reached_end = false;
+                for i in start..count {
+                    if buffer.len() == wanted {
+                        break;
+                    }
+                    let key = R::key_at(leaf.node, &self.config, i);
+                    if !within::<R>(&self.config, &key, upper, true) {
+                        reached_end = true;
+                        break;
+                    }
+                    buffer.push((key, R::value_at(leaf.node, &self.config, i)));
+                }
+                let next = leaf.node.link();
+                if leaf.read.validate().is_err() {
+                    continue 'restart;
+                }
+                for (key, value) in &buffer {
+                    visit(key, *value);
+                }
+                visited += buffer.len();
+                if let Some((last, _)) = buffer.pop() {
+                    resume = Bound::Excluded(last);
+                }
+                if reached_end || visited == limit || next.is_null() {
+                    return visited;
+                }
+                // SAFETY: `next` was read from the leaf at a validated version, so it is a
+                // published leaf, kept allocated by the epoch guard.
+                let next: &NodeHeader = unsafe { &*next };
+                match next.lock.read_begin() {
+                    Ok(read) => leaf = Visit { node: next, read },
+                    Err(Restart) => continue 'restart,
+                }
+            }
+        }
+        visited
+    }
+
+    /// Descends to the leaf where an ascending scan from `start` begins.
+    fn descend_to_start<'g>(
+        &self,
+        start: Bound<&R::Owned>,
+        guard: &'g Guard,
+    ) -> Result<Visit<'g>, Restart> {
+        match start {
+            Bound::Included(k) | Bound::Excluded(k) => Ok(self.descend(R::probe(k), 0, guard)?.0),
+            Bound::Unbounded => {
+                let mut visit = self.read_root(guard)?;
+                while !visit.node.is_leaf() {
+                    visit = Self::step(&visit, visit.node.link())?;
+                }
+                Ok(visit)
+            }
+        }
+    }
+
+    /// Visits up to `limit` entries with keys in `(lower, upper)` in descending order;
+    /// returns how many were visited.
+    pub fn scan_descending(
+        &self,
+        lower: Bound<&R::Owned>,
+        upper: Bound<&R::Owned>,
+        limit: usize,
+        visit: &mut dyn FnMut(&R::Owned, u64),
+    ) -> usize {
+        let guard = &epoch::pin();
+        let mut resume: Bound<R::Owned> = upper.cloned();
+        let mut buffer: Vec<(R::Owned, u64)> = Vec::new();
+        let mut visited = 0;
+        while visited < limit {
+            let Ok((leaf, low_fence)) = self.descend_below(resume.as_ref(), guard) else {
+                continue;
+            };
+            buffer.clear();
+            let count = R::count(leaf.node, &self.config);
+            // Entries before `end` qualify against `resume`.
+            let end = match &resume {
+                Bound::Unbounded => count,
+                Bound::Included(k) => {
+                    let hit = R::search(leaf.node, &self.config, R::probe(k));
+                    hit.pos + usize::from(hit.found)
+                }
+                Bound::Excluded(k) => R::search(leaf.node, &self.config, R::probe(k)).pos,
+            };
+            let wanted = limit - visited;
+            let mut reached_end = false;
+            for i in (0..end.min(count)).rev() {
+                if buffer.len() == wanted {
+                    break;
+                }
+                let key = R::key_at(leaf.node, &self.config, i);
+                if !within::<R>(&self.config, &key, lower, false) {
+                    reached_end = true;
+                    break;
+                }
+                buffer.push((key, R::value_at(leaf.node, &self.config, i)));
+            }
+            if leaf.read.validate().is_err() {
+                continue;
+            }
+            for (key, value) in &buffer {
+                visit(key, *value);
+            }
+            visited += buffer.len();
+            if reached_end || visited == limit {
+                return visited;
+            }
+            // Everything in this leaf at or above its low fence has been seen; go below it.
+            match low_fence {
+                None => return visited,
+                Some(fence) => {
+                    if !within::<R>(&self.config, &fence, lower, false) {
+                        return visited;
+                    }
+                    resume = Bound::Excluded(fence);
+                }
+            }
+        }
+        visited
+    }
+
+    /// Descends to the leaf holding the largest keys within `end` (a descending scan's
+    /// upper bound), returning it and its low fence: the smallest key it may hold (`None`
+    /// for the leftmost leaf).
+    fn descend_below<'g>(
+        &self,
+        end: Bound<&R::Owned>,
+        guard: &'g Guard,
+    ) -> Result<(Visit<'g>, Option<R::Owned>), Restart> {
+        let mut visit = self.read_root(guard)?;
+        let mut low_fence: Option<R::Owned> = None;
+        while !visit.node.is_leaf() {
+            let node = visit.node;
+            let slot = match end {
+                Bound::Unbounded => R::count(node, &self.config).checked_sub(1),
+                Bound::Included(k) => self.child_slot(node, R::probe(k)),
+                // Keys strictly below k: the child left of the first separator >= k.
+                Bound::Excluded(k) => R::search(node, &self.config, R::probe(k))
+                    .pos
+                    .checked_sub(1),
+            };
+            if let Some(i) = slot {
+                low_fence = Some(R::key_at(node, &self.config, i));
+            }
+            visit = Self::step(&visit, self.child_at(node, slot))?;
+        }
+        Ok((visit, low_fence))
+    }
+}

@@ -1,0 +1,209 @@
+//! Node representations behind one node ADT.
+//!
+//! The elastic-index paper's observation is that a B+-tree node is a small ordered map with a
+//! handful of operations; the tree algorithm needs nothing else. [`NodeRepr`] is that ADT:
+//! search, read an entry, insert at a position, remove, move a tail of entries to another
+//! node (the heart of split and merge), and the fullness questions the tree asks. Every
+//! representation implements it, so the tree in `btree/` never changes when one is added.
+//!
+//! # Layout shared by every representation
+//!
+//! Every node begins with a [`NodeHeader`] (`#[repr(C)]`, first field), so the tree can
+//! lock a node, read its level and count, and follow its link without knowing the
+//! representation. A node at level 0 is a leaf: its values are tuple ids and `link` is its
+//! right sibling. A node above level 0 is an inner node: entry `i` is `(separator_i,
+//! child_i)`, `link` is the leftmost child, and `child_i` holds exactly the keys `k` with
+//! `separator_i <= k < separator_{i+1}` (the leftmost child: `k < separator_0`).
+//!
+//! # Concurrency
+//!
+//! Nodes are read optimistically, so every field that a writer may change while a reader
+//! looks is an atomic, read with relaxed loads (the version lock's fences order them; see
+//! `sync`). A representation's read methods must tolerate torn state: clamp every index
+//! they derive from node contents, never panic, never loop unboundedly; the tree validates
+//! the version before trusting any result. Write methods are called only under the node's
+//! write lock.
+
+pub mod slotted;
+pub mod sorted;
+
+use std::cmp::Ordering as CmpOrdering;
+use std::fmt::Debug;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, Ordering};
+
+use crate::sync::VersionLock;
+
+/// The header every node starts with.
+///
+/// Invariants: `level` never changes after the node is published; `count` is the number of
+/// entries (clamped by readers to the capacity); `link` is the right sibling of a leaf (null
+/// for the last leaf) or the leftmost child of an inner node (never null once published).
+#[repr(C)]
+#[derive(Debug)]
+pub struct NodeHeader {
+    /// The node's optimistic version lock.
+    pub lock: VersionLock,
+    /// Number of entries.
+    pub count: AtomicU32,
+    /// 0 for a leaf; an inner node's children are at `level - 1`.
+    pub level: AtomicU16,
+    /// Leaf: right sibling; inner node: leftmost child.
+    pub link: AtomicPtr<NodeHeader>,
+}
+
+impl NodeHeader {
+    /// A header for a new, empty node at `level`.
+    pub fn new(level: u16) -> Self {
+        Self {
+            lock: VersionLock::new(),
+            count: AtomicU32::new(0),
+            level: AtomicU16::new(level),
+            link: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The node's level (0 = leaf).
+    #[inline]
+    pub fn level(&self) -> u16 {
+        self.level.load(Ordering::Relaxed)
+    }
+
+    /// Whether this is a leaf.
+    #[inline]
+    pub fn is_leaf(&self) -> bool {
+        self.level() == 0
+    }
+
+    /// The entry count as stored (may be torn under an optimistic read; clamp before use).
+    #[inline]
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed) as usize
+    }
+
+    /// Sets the entry count (write lock held).
+    #[inline]
+    pub fn set_count(&self, count: usize) {
+        self.count.store(count as u32, Ordering::Relaxed);
+    }
+
+    /// The link: the right sibling of a leaf or the leftmost child of an inner node.
+    /// Acquire, so that a node published through a link is seen initialised.
+    #[inline]
+    pub fn link(&self) -> *mut NodeHeader {
+        self.link.load(Ordering::Acquire)
+    }
+
+    /// Sets the link (write lock held, or node not yet published).
+    #[inline]
+    pub fn set_link(&self, node: *mut NodeHeader) {
+        self.link.store(node, Ordering::Release);
+    }
+}
+
+/// The result of searching a node for a key: the position of the first entry not less than
+/// the key, and whether that entry's key equals it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchResult {
+    /// Index of the first entry whose key is `>=` the probe (`count` if none).
+    pub pos: usize,
+    /// Whether the entry at `pos` equals the probe.
+    pub found: bool,
+}
+
+/// One node representation: the node ADT the tree is written against.
+///
+/// # Safety
+///
+/// Implementors guarantee that every node pointer they hand out points to a node that
+/// starts with a [`NodeHeader`], stays valid until [`NodeRepr::free`], and that their read
+/// methods never read out of the node's bounds or panic, whatever (torn) contents they see.
+pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
+    /// Per-tree settings: capacities, page size, comparison mode.
+    type Config: Clone + Debug + Send + Sync;
+    /// A key prepared for searching, built once per operation.
+    type Probe<'a>: Copy;
+    /// An owned key: separators, scan positions, scan output.
+    type Owned: Clone + Debug + Send + Sync;
+
+    /// A short name for messages.
+    const NAME: &'static str;
+
+    /// Prepares a probe from an owned key.
+    fn probe(key: &Self::Owned) -> Self::Probe<'_>;
+
+    /// Orders two owned keys (used by `check` and by scans).
+    fn compare(config: &Self::Config, a: &Self::Owned, b: &Self::Owned) -> CmpOrdering;
+
+    /// Allocates an empty node at `level`; returns it and its size in bytes.
+    fn alloc(config: &Self::Config, level: u16) -> (NonNull<NodeHeader>, usize);
+
+    /// Frees a node allocated by [`NodeRepr::alloc`]; returns its size in bytes.
+    ///
+    /// # Safety
+    ///
+    /// `node` came from `alloc` of this representation with this config, and no reference
+    /// to it remains (the epoch collector guarantees this for unlinked nodes).
+    unsafe fn free(config: &Self::Config, node: NonNull<NodeHeader>) -> usize;
+
+    /// The most entries a node at this node's level may hold; readers clamp counts to it.
+    fn capacity(node: &NodeHeader, config: &Self::Config) -> usize;
+
+    /// The entry count clamped to the capacity, safe to loop over under optimistic reads.
+    #[inline]
+    fn count(node: &NodeHeader, config: &Self::Config) -> usize {
+        node.count().min(Self::capacity(node, config))
+    }
+
+    /// Searches for the probe; tolerant of torn contents.
+    fn search(node: &NodeHeader, config: &Self::Config, probe: Self::Probe<'_>) -> SearchResult;
+
+    /// The key of entry `i` (`i < count`); tolerant of torn contents.
+    fn key_at(node: &NodeHeader, config: &Self::Config, i: usize) -> Self::Owned;
+
+    /// The value of entry `i`: a tid in a leaf, a child pointer in an inner node.
+    fn value_at(node: &NodeHeader, config: &Self::Config, i: usize) -> u64;
+
+    /// Overwrites the value of entry `i`. Write lock held.
+    fn set_value(node: &NodeHeader, config: &Self::Config, i: usize, value: u64);
+
+    /// Whether one more entry with this key fits. For inner nodes the tree asks with the
+    /// longest possible key (`None`), so that a child split can always post its separator.
+    fn has_room(node: &NodeHeader, config: &Self::Config, probe: Option<Self::Probe<'_>>) -> bool;
+
+    /// Inserts `(key, value)` at position `i`, shifting later entries right. Write lock
+    /// held, `has_room` true.
+    fn insert_at(
+        node: &NodeHeader,
+        config: &Self::Config,
+        i: usize,
+        key: Self::Probe<'_>,
+        value: u64,
+    );
+
+    /// Removes entry `i`, shifting later entries left. Write lock held.
+    fn remove_at(node: &NodeHeader, config: &Self::Config, i: usize);
+
+    /// Appends the entries `from..count` of `src` to the end of `dst` and truncates `src`
+    /// to `from` entries. Both write-locked (or `dst` unpublished); `dst` has room.
+    fn move_tail(src: &NodeHeader, from: usize, dst: &NodeHeader, config: &Self::Config);
+
+    /// Where to split a full node: the index of the first entry of the right half.
+    fn split_point(node: &NodeHeader, config: &Self::Config) -> usize;
+
+    /// Whether all entries of `right`, plus `extra` entries of the longest key, fit in
+    /// `left`.
+    fn fits_merge(
+        left: &NodeHeader,
+        right: &NodeHeader,
+        extra: usize,
+        config: &Self::Config,
+    ) -> bool;
+
+    /// Whether the node holds so little that it should be merged with a sibling.
+    fn is_underfull(node: &NodeHeader, config: &Self::Config) -> bool;
+
+    /// Checks representation-level invariants (entries sorted, counts and offsets in
+    /// bounds). Called from the tree's `check` with no concurrent writer.
+    fn check_node(node: &NodeHeader, config: &Self::Config) -> Result<(), String>;
+}

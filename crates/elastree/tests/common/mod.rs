@@ -1,0 +1,234 @@
+//! Shared test machinery: key generators and the BTreeMap model every index kind is checked
+//! against.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// How the model test draws keys.
+#[derive(Debug, Clone, Copy)]
+pub enum Keys {
+    /// 8-byte big-endian integers from a small space, so keys collide and nodes churn.
+    Small64 { space: u64 },
+    /// 8-byte keys, mostly increasing, the pattern of time-series and auto-increment ids.
+    Sequential64,
+    /// 16-byte keys from a small space.
+    Small128 { space: u64 },
+    /// Variable length from 0 to `max` bytes over a tiny alphabet (shared prefixes, keys that
+    /// are prefixes of others, zero bytes).
+    Var { max: usize },
+}
+
+impl Keys {
+    pub fn key_len(self) -> KeyLen {
+        match self {
+            Keys::Small64 { .. } | Keys::Sequential64 => KeyLen::Fixed(8),
+            Keys::Small128 { .. } => KeyLen::Fixed(16),
+            Keys::Var { .. } => KeyLen::Variable,
+        }
+    }
+
+    pub fn draw(self, rng: &mut StdRng, step: u64) -> Vec<u8> {
+        match self {
+            Keys::Small64 { space } => rng.gen_range(0..space).to_be_bytes().to_vec(),
+            Keys::Sequential64 => {
+                // Mostly the next few keys, sometimes a jump back.
+                let base = step / 2;
+                let k = if rng.gen_bool(0.9) {
+                    base + rng.gen_range(0..4)
+                } else {
+                    rng.gen_range(0..=base)
+                };
+                k.to_be_bytes().to_vec()
+            }
+            Keys::Small128 { space } => {
+                let k = rng.gen_range(0..space);
+                let mut key = (k / 7).to_be_bytes().to_vec();
+                key.extend_from_slice(&(k % 7).to_be_bytes());
+                key
+            }
+            Keys::Var { max } => {
+                let len = if rng.gen_bool(0.05) {
+                    max
+                } else {
+                    rng.gen_range(0..=max.min(24))
+                };
+                (0..len)
+                    .map(|_| [0u8, 1, b'a', b'b', 0xff][rng.gen_range(0..5)])
+                    .collect()
+            }
+        }
+    }
+}
+
+/// The model of an index: key -> tids (one for unique).
+pub type Model = BTreeMap<Vec<u8>, std::collections::BTreeSet<u64>>;
+
+/// Every pair of the model in (key, tid) order within the bounds.
+pub fn model_range(model: &Model, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<(Vec<u8>, u64)> {
+    let lower = lower.map(|b| b.to_vec());
+    let upper = upper.map(|b| b.to_vec());
+    if let (Bound::Included(l) | Bound::Excluded(l), Bound::Included(u) | Bound::Excluded(u)) =
+        (&lower, &upper)
+    {
+        if l > u {
+            return Vec::new();
+        }
+        if l == u && !(matches!(lower, Bound::Included(_)) && matches!(upper, Bound::Included(_))) {
+            return Vec::new();
+        }
+    }
+    model
+        .range((lower, upper))
+        .flat_map(|(k, tids)| tids.iter().map(move |t| (k.clone(), *t)))
+        .collect()
+}
+
+fn bound_of(rng: &mut StdRng, keys: Keys, step: u64) -> Bound<Vec<u8>> {
+    match rng.gen_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(keys.draw(rng, step)),
+        _ => Bound::Excluded(keys.draw(rng, step)),
+    }
+}
+
+/// Runs `ops` random operations against `index` and the model, comparing every result, and
+/// checks the structure every `check_every` operations and at the end.
+pub fn run_model(index: &dyn Index, keys: Keys, ops: u64, seed: u64, check_every: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model = Model::new();
+    let unique = index.is_unique();
+    for step in 0..ops {
+        let key = keys.draw(&mut rng, step);
+        let ctx = || format!("seed {seed} step {step} key {key:02x?}");
+        match rng.gen_range(0..100) {
+            0..=39 => {
+                let tid = rng.gen_range(0..if unique { u64::MAX } else { 8 });
+                let got = index.insert(&key, tid).unwrap();
+                let tids = model.entry(key.clone()).or_default();
+                if unique {
+                    let previous = tids.pop_first();
+                    tids.insert(tid);
+                    assert_eq!(got, previous, "insert {}", ctx());
+                } else {
+                    let present = !tids.insert(tid);
+                    assert_eq!(got, present.then_some(tid), "insert {}", ctx());
+                }
+            }
+            40..=64 => {
+                if unique {
+                    let got = index.remove(&key).unwrap();
+                    let expected = model.remove(&key).and_then(|mut t| t.pop_first());
+                    assert_eq!(got, expected, "remove {}", ctx());
+                } else {
+                    let tid = rng.gen_range(0..8);
+                    let got = index.remove_pair(&key, tid).unwrap();
+                    let expected = model.get_mut(&key).is_some_and(|t| t.remove(&tid));
+                    if model.get(&key).is_some_and(|t| t.is_empty()) {
+                        model.remove(&key);
+                    }
+                    assert_eq!(got, expected, "remove_pair {}", ctx());
+                }
+            }
+            65..=79 => {
+                let expected: Vec<u64> = model
+                    .get(&key)
+                    .map(|t| t.iter().copied().collect())
+                    .unwrap_or_default();
+                assert_eq!(
+                    index.get(&key).unwrap(),
+                    expected.first().copied(),
+                    "get {}",
+                    ctx()
+                );
+                let mut all = Vec::new();
+                index.get_all(&key, &mut all).unwrap();
+                assert_eq!(all, expected, "get_all {}", ctx());
+            }
+            _ => {
+                let lower = bound_of(&mut rng, keys, step);
+                let upper = bound_of(&mut rng, keys, step);
+                let limit = if rng.gen_bool(0.2) {
+                    usize::MAX
+                } else {
+                    rng.gen_range(0..40)
+                };
+                let direction = if rng.gen_bool(0.5) {
+                    Direction::Ascending
+                } else {
+                    Direction::Descending
+                };
+                let (lo, hi) = (
+                    lower.as_ref().map(|b| b.as_slice()),
+                    upper.as_ref().map(|b| b.as_slice()),
+                );
+                let mut expected = model_range(&model, lo, hi);
+                if direction == Direction::Descending {
+                    expected.reverse();
+                }
+                expected.truncate(limit);
+                let mut got = Vec::new();
+                let n = index
+                    .scan(lo, hi, direction, limit, &mut |k, t| {
+                        got.push((k.to_vec(), t))
+                    })
+                    .unwrap();
+                assert_eq!(n, got.len());
+                assert_eq!(
+                    got,
+                    expected,
+                    "scan {direction:?} {lower:02x?}..{upper:02x?} limit {limit} {}",
+                    ctx()
+                );
+            }
+        }
+        if check_every > 0 && step % check_every == 0 {
+            index
+                .check()
+                .unwrap_or_else(|e| panic!("check {}: {e}", ctx()));
+            let pairs: usize = model.values().map(|t| t.len()).sum();
+            assert_eq!(index.len(), pairs, "len {}", ctx());
+        }
+    }
+    index.check().unwrap();
+    let pairs: usize = model.values().map(|t| t.len()).sum();
+    assert_eq!(index.len(), pairs);
+    // Drain everything: exercises merges down to an empty tree.
+    for (key, tids) in &model {
+        for tid in tids {
+            if unique {
+                assert_eq!(index.remove(key).unwrap(), Some(*tid));
+            } else {
+                assert!(index.remove_pair(key, *tid).unwrap());
+            }
+        }
+    }
+    index.check().unwrap();
+    assert_eq!(index.len(), 0);
+    let mut left = 0;
+    index
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Ascending,
+            usize::MAX,
+            &mut |_, _| left += 1,
+        )
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+/// A builder for `kind` with tiny nodes, so splits and merges happen constantly.
+pub fn tiny(kind: IndexKind, unique: bool, keys: Keys, max_key_len: usize) -> IndexBuilder {
+    IndexBuilder::new(kind)
+        .unique(unique)
+        .key_len(keys.key_len())
+        .max_key_len(max_key_len)
+        .leaf_capacity(4)
+        .inner_capacity(4)
+}
