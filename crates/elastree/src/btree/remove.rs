@@ -9,13 +9,15 @@ use super::{Tree, Visit};
 use crate::node::NodeRepr;
 use crate::sync::Restart;
 
-/// What a merge attempt at one level found.
+/// What a merge attempt at one level did.
 enum Repair {
-    /// Nothing (more) to do.
-    Done,
-    /// The parent level needs repair next.
-    Parent,
-    /// The root was replaced by its only child, which may need the same.
+    /// Nothing to do, or nothing possible (the sibling is too full).
+    Idle,
+    /// Merged a pair; says whether the parent is now underfull itself.
+    Merged { parent_underfull: bool },
+    /// The node is its parent's only child: the parent must be merged first.
+    NoSibling,
+    /// The root was replaced by its only child.
     Collapsed,
 }
 
@@ -64,15 +66,32 @@ impl<R: NodeRepr> Tree<R> {
         Ok((Some(value), underfull))
     }
 
-    /// Repairs underfull nodes on the path of `key`, from the leaves up.
+    /// Repairs underfull nodes on the path of `key`, from the leaves up. Every step either
+    /// merges two nodes or stops, so the loop ends.
     fn repair(&self, key: R::Probe<'_>, guard: &Guard) {
         let mut level = 0;
+        // The lowest level that waited for its parent to be repaired first: once the parent
+        // merged with a sibling, the node there may have a sibling to merge with too.
+        let mut revisit: Option<u16> = None;
         loop {
             match self.try_merge(key, level, guard) {
-                Ok(Repair::Done) => return,
-                Ok(Repair::Parent) => level += 1,
-                Ok(Repair::Collapsed) => level = level.saturating_sub(1),
                 Err(Restart) => continue,
+                Ok(Repair::Idle) => return,
+                Ok(Repair::NoSibling) => {
+                    revisit.get_or_insert(level);
+                    level += 1;
+                }
+                Ok(Repair::Merged {
+                    parent_underfull: true,
+                }) => level += 1,
+                Ok(Repair::Merged {
+                    parent_underfull: false,
+                }) => match revisit.take() {
+                    Some(lower) => level = lower,
+                    None => return,
+                },
+                // The new root may itself be an inner node with a single child.
+                Ok(Repair::Collapsed) => level = revisit.take().unwrap_or(level.saturating_sub(1)),
             }
         }
     }
@@ -81,7 +100,7 @@ impl<R: NodeRepr> Tree<R> {
     fn try_merge(&self, key: R::Probe<'_>, level: u16, guard: &Guard) -> Result<Repair, Restart> {
         let root = self.read_root(guard)?;
         if root.node.level() < level {
-            return Ok(Repair::Done);
+            return Ok(Repair::Idle);
         }
         if root.node.level() == level {
             return self.try_collapse_root(root, guard);
@@ -91,7 +110,7 @@ impl<R: NodeRepr> Tree<R> {
         let node = Self::step(&parent, self.child_at(parent.node, slot))?;
         if !R::is_underfull(node.node, &self.config) {
             node.read.validate()?;
-            return Ok(Repair::Done);
+            return Ok(Repair::Idle);
         }
         let parent_count = R::count(parent.node, &self.config);
         // Pick the pair (left, right) and the parent entry that separates them.
@@ -99,7 +118,7 @@ impl<R: NodeRepr> Tree<R> {
             // Leftmost child: pair it with entry 0 (if any).
             None if parent_count == 0 => {
                 parent.read.validate()?;
-                return Ok(Repair::Parent);
+                return Ok(Repair::NoSibling);
             }
             None => {
                 let right = Self::step(&parent, self.child_at(parent.node, Some(0)))?;
@@ -119,7 +138,7 @@ impl<R: NodeRepr> Tree<R> {
         if !R::fits_merge(left.node, right.node, extra, &self.config) {
             right.read.validate()?;
             left.read.validate()?;
-            return Ok(Repair::Done);
+            return Ok(Repair::Idle);
         }
         let _parent_lock = parent.read.upgrade()?;
         let left_lock = left.read.upgrade()?;
@@ -146,23 +165,19 @@ impl<R: NodeRepr> Tree<R> {
         self.retire(right.node, guard);
 
         let parent_is_root = std::ptr::eq(self.root.load(Ordering::Acquire), parent.node);
-        let parent_needs_repair = if parent_is_root {
+        let parent_underfull = if parent_is_root {
             parent.node.count() == 0
         } else {
             R::is_underfull(parent.node, &self.config)
         };
-        Ok(if parent_needs_repair {
-            Repair::Parent
-        } else {
-            Repair::Done
-        })
+        Ok(Repair::Merged { parent_underfull })
     }
 
     /// Replaces an inner root that has a single child by that child.
     fn try_collapse_root(&self, root: Visit<'_>, guard: &Guard) -> Result<Repair, Restart> {
         if root.node.is_leaf() || root.node.count() > 0 {
             root.read.validate()?;
-            return Ok(Repair::Done);
+            return Ok(Repair::Idle);
         }
         let lock = root.read.upgrade()?;
         let child = root.node.link();

@@ -1,16 +1,16 @@
-//! The atomics the version lock is built on: std's, or shuttle's when the `shuttle`
-//! feature is on, so that the lock protocol can be model-checked with randomized schedules.
+//! The atomics the version lock is built on: std's, or loom's under `--cfg loom`, so that
+//! the lock protocol can be model-checked (`tests/loom_olc.rs`).
 
-#[cfg(feature = "shuttle")]
-pub use shuttle::sync::atomic::{fence, AtomicU64, Ordering};
-#[cfg(not(feature = "shuttle"))]
+#[cfg(loom)]
+pub use loom::sync::atomic::{fence, AtomicU64, Ordering};
+#[cfg(not(loom))]
 pub use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-/// A hint to the CPU (or to shuttle's scheduler) that this thread is spinning.
+/// A hint that this thread is spinning (under loom: a yield, so the model makes progress).
 #[inline]
 pub fn spin_hint() {
-    #[cfg(feature = "shuttle")]
-    shuttle::thread::yield_now();
-    #[cfg(not(feature = "shuttle"))]
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
     std::hint::spin_loop();
 }

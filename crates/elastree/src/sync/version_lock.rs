@@ -185,7 +185,7 @@ impl Drop for WriteGuard<'_> {
     }
 }
 
-#[cfg(all(test, not(feature = "shuttle")))]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -1,0 +1,152 @@
+//! The index's own memory accounting against a counting global allocator: after loads and
+//! after deletes, `memory().total()` must be within 5% of the bytes actually allocated.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Mutex;
+
+use elastree::{Index, IndexBuilder, IndexKind, KeyLen};
+
+struct Counting;
+
+static ALLOCATED: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged and only counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        ALLOCATED.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATED.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Tests in this file measure a process-wide counter: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn allocated() -> isize {
+    ALLOCATED.load(Ordering::Relaxed)
+}
+
+/// Lets the epoch collector free retired nodes.
+fn settle() {
+    for _ in 0..256 {
+        crossbeam_epoch::pin().flush();
+    }
+}
+
+fn assert_close(what: &str, reported: usize, measured: isize) {
+    let measured = measured as f64;
+    let error = (reported as f64 - measured).abs() / measured;
+    eprintln!(
+        "{what}: reported {reported} B, allocator {measured} B, error {:.3}%",
+        error * 100.0
+    );
+    assert!(
+        error <= 0.05,
+        "{what}: reported {reported} B but the allocator counted {measured} B"
+    );
+}
+
+fn check_kind(name: &str, builder: IndexBuilder, key: impl Fn(u64) -> Vec<u8>, n: u64) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    settle();
+    let key_buf_before = allocated();
+    let keys: Vec<Vec<u8>> = (0..n)
+        .map(|i| key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+        .collect();
+    let baseline = allocated();
+    let _ = key_buf_before;
+
+    let index: Box<dyn Index> = builder.build().unwrap();
+    for (tid, k) in keys.iter().enumerate() {
+        index.insert(k, tid as u64).unwrap();
+    }
+    settle();
+    assert_close(
+        &format!("{name} after load"),
+        index.memory().total(),
+        allocated() - baseline,
+    );
+
+    for k in keys.iter().step_by(3).chain(keys.iter().skip(1).step_by(3)) {
+        if index.is_unique() {
+            index.remove(k).unwrap();
+        } else {
+            let mut tids = Vec::new();
+            index.get_all(k, &mut tids).unwrap();
+            for t in tids {
+                index.remove_pair(k, t).unwrap();
+            }
+        }
+    }
+    settle();
+    assert_close(
+        &format!("{name} after deletes"),
+        index.memory().total(),
+        allocated() - baseline,
+    );
+    drop(index);
+    settle();
+    let leaked = allocated() - baseline;
+    assert!(
+        leaked.abs() < 4096,
+        "{name}: {leaked} bytes not freed after drop"
+    );
+}
+
+#[test]
+fn btree_fixed8_unique() {
+    for &kind in IndexKind::ALL {
+        let b = IndexBuilder::new(kind).key_len(KeyLen::Fixed(8));
+        check_kind("fixed8", b, |k| k.to_be_bytes().to_vec(), 200_000);
+    }
+}
+
+#[test]
+fn btree_fixed16_unique() {
+    for &kind in IndexKind::ALL {
+        let b = IndexBuilder::new(kind).key_len(KeyLen::Fixed(16));
+        check_kind(
+            "fixed16",
+            b,
+            |k| [k.to_be_bytes(), (!k).to_be_bytes()].concat(),
+            100_000,
+        );
+    }
+}
+
+#[test]
+fn btree_variable_unique_and_non_unique() {
+    for &kind in IndexKind::ALL {
+        for unique in [true, false] {
+            let b = IndexBuilder::new(kind).unique(unique);
+            check_kind(
+                "variable",
+                b,
+                |k| format!("user{:x}@example.com", k >> 40).into_bytes(),
+                100_000,
+            );
+        }
+    }
+}

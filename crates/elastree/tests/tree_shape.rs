@@ -1,0 +1,71 @@
+//! The tree grows and shrinks in height, and merges leave no empty nodes behind.
+
+use elastree::btree::Tree;
+use elastree::node::sorted::{Sorted, SortedConfig};
+
+fn tiny() -> Tree<Sorted<u64>> {
+    Tree::new(SortedConfig {
+        leaf_capacity: 4,
+        inner_capacity: 4,
+    })
+}
+
+/// Regression: this caught empty leaves left behind when a leaf that was its parent's only
+/// child waited for the parent to merge with a sibling, and nobody came back to merge the
+/// leaf (the repair now revisits the lower level after the parent merge).
+#[test]
+fn height_grows_then_shrinks_back_to_one_leaf() {
+    let tree = tiny();
+    assert_eq!(tree.height(), 1);
+    for k in 0..10_000u64 {
+        assert_eq!(tree.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k), None);
+    }
+    tree.check().unwrap();
+    let grown = tree.height();
+    assert!(
+        grown >= 6,
+        "10,000 keys in nodes of 4 should be at least 6 levels, got {grown}"
+    );
+    let full = tree.memory();
+    for k in 0..10_000u64 {
+        assert_eq!(tree.remove(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)), Some(k));
+        if k % 1000 == 0 {
+            tree.check().unwrap();
+        }
+    }
+    tree.check().unwrap();
+    assert_eq!(tree.height(), 1, "an empty tree is a single leaf");
+    assert!(tree.is_empty());
+    // Retired nodes are freed by the epoch collector eventually; the live structure is tiny.
+    for _ in 0..256 {
+        crossbeam_epoch::pin().flush();
+    }
+    let empty = tree.memory();
+    assert!(
+        empty.inner == 0 && empty.leaves < full.leaves / 100,
+        "{empty:?} vs {full:?}"
+    );
+}
+
+#[test]
+fn sequential_deletes_from_the_left_shrink_height() {
+    let tree = tiny();
+    for k in 0..5_000u64 {
+        tree.insert(k, k);
+    }
+    let grown = tree.height();
+    for k in 0..4_990u64 {
+        assert_eq!(tree.remove(k), Some(k));
+    }
+    tree.check().unwrap();
+    assert!(
+        tree.height() < grown,
+        "height {} did not shrink from {grown}",
+        tree.height()
+    );
+    assert!(
+        tree.height() <= 3,
+        "10 keys in nodes of 4 need at most 3 levels, got {}",
+        tree.height()
+    );
+}
