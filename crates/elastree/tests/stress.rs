@@ -2,12 +2,15 @@
 //! that splits and merges race, scanners checking order and completeness while they run, and
 //! a final check that every acknowledged pair is present exactly once.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::thread;
 
+use common::scaled;
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -63,7 +66,7 @@ fn stress(index: &dyn Index, enc: Enc) {
                 let mut rng = StdRng::seed_from_u64(1000 + scanner);
                 barrier.wait();
                 let mut scans = 0;
-                while !done.load(Ordering::Relaxed) || scans < 20 {
+                while !done.load(Ordering::Relaxed) || scans < scaled(20) {
                     scans += 1;
                     let lo = rng.gen_range(0..universe);
                     let hi = (lo + rng.gen_range(1..universe / 4)).min(universe);
@@ -105,7 +108,7 @@ fn stress(index: &dyn Index, enc: Enc) {
                     let mut rng = StdRng::seed_from_u64(w);
                     let mut mine = BTreeSet::new();
                     barrier.wait();
-                    for op in 0..OPS_PER_WRITER {
+                    for op in 0..scaled(OPS_PER_WRITER) {
                         let k = rng.gen_range(0..KEYS_PER_WRITER) * WRITERS + w;
                         if k % STABLE_EVERY == 0 {
                             continue;

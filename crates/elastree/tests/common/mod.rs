@@ -10,6 +10,16 @@ use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// `n` scaled by the `ELASTREE_TEST_SCALE` environment variable (default 1.0; CI's valgrind
+/// run uses a small fraction), at least 1.
+pub fn scaled(n: u64) -> u64 {
+    let scale: f64 = std::env::var("ELASTREE_TEST_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0);
+    ((n as f64 * scale) as u64).max(1)
+}
+
 /// How the model test draws keys.
 #[derive(Debug, Clone, Copy)]
 pub enum Keys {
@@ -100,6 +110,8 @@ fn bound_of(rng: &mut StdRng, keys: Keys, step: u64) -> Bound<Vec<u8>> {
 /// Runs `ops` random operations against `index` and the model, comparing every result, and
 /// checks the structure every `check_every` operations and at the end.
 pub fn run_model(index: &dyn Index, keys: Keys, ops: u64, seed: u64, check_every: u64) {
+    let ops = scaled(ops);
+    let check_every = scaled(check_every);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut model = Model::new();
     let unique = index.is_unique();

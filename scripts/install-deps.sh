@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests need (valgrind for the memcheck run). Idempotent:
+# does nothing when they are already present. Needs root (or sudo) only when it installs.
+set -euo pipefail
+
+need=()
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${need[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root or sudo to install ${need[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second command, and what CI runs):
+#   formatting, lints, every workspace test, the loom model checks of the version lock,
+#   and the unsafe-heavy tests under valgrind memcheck at a small scale.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "system dependencies"
+scripts/install-deps.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace
+
+step "loom model checks of the OLC version lock"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test -p elastree --release --test loom_olc
+
+step "valgrind memcheck of the tree, its nodes and epochs (small scale)"
+ELASTREE_TEST_SCALE=0.05 \
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite" \
+  cargo test -p elastree --lib --test model --test stress --test tree_shape --test memory_accounting
+
+step "all tests passed"
