@@ -42,7 +42,7 @@
 //! Lines may end in `\n` or `\r\n`; the last line needs no terminator.
 
 use std::fmt;
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::ops::Bound;
 
 use elastree::{Direction, Index};
@@ -406,17 +406,19 @@ pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Runs the shell: reads lines from `input` until end of input (or `quit`), runs each against
 /// `index` and writes the replies to `output`.
 ///
-/// With `prompt` (an interactive session) it prints [`PROMPT`] before each line and flushes
-/// after each reply; otherwise replies are buffered and flushed at the end, so piping millions
-/// of lines stays fast. Malformed lines and index errors are replies (`ERR ...`), not errors:
+/// With `prompt` (an interactive session) it prints [`PROMPT`] before each line. Replies are
+/// buffered and flushed whenever the shell has read all the input that has arrived so far
+/// (before it would wait for more), so piping millions of lines stays fast while a program
+/// that writes one line and waits for the reply gets it at once. Malformed lines and index errors are replies (`ERR ...`), not errors:
 /// the only errors returned are I/O errors of `input` or `output` (the output is flushed
 /// before returning either way).
 pub fn run_shell(
     index: &dyn Index,
-    mut input: impl BufRead,
+    input: impl Read,
     output: impl Write,
     prompt: bool,
 ) -> io::Result<()> {
+    let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut out = BufWriter::with_capacity(64 * 1024, output);
     let result = Session::new(index).run(&mut input, &mut out, prompt);
     let flushed = out.flush();
@@ -451,9 +453,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn run(
+    fn run<R: Read>(
         &mut self,
-        input: &mut impl BufRead,
+        input: &mut BufReader<R>,
         out: &mut impl Write,
         prompt: bool,
     ) -> io::Result<()> {
@@ -461,6 +463,9 @@ impl<'a> Session<'a> {
         loop {
             if prompt {
                 out.write_all(PROMPT.as_bytes())?;
+            }
+            if prompt || input.buffer().is_empty() {
+                // The next read may wait for input: let the other side see our replies first.
                 out.flush()?;
             }
             line.clear();

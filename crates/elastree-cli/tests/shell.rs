@@ -776,3 +776,32 @@ fn a_million_lines_pipe_through() {
         assert_eq!(line, want, "get u64:{i}");
     }
 }
+
+/// A program that drives the shell over pipes one line at a time gets each reply before it
+/// sends the next line (replies are flushed whenever the shell would wait for input).
+#[test]
+fn replies_arrive_line_by_line_over_pipes() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elastree"))
+        .args(["shell", "--index", "btree"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut reply = String::new();
+    for (command, expected) in [
+        ("put k 1\n", "OK\n"),
+        ("put k 2\n", "OK 1\n"),
+        ("get k\n", "2\n"),
+    ] {
+        stdin.write_all(command.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        reply.clear();
+        stdout.read_line(&mut reply).unwrap();
+        assert_eq!(reply, expected, "reply to {command:?}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
