@@ -5,9 +5,14 @@
 //! when the leaf was validated. After a failed validation it restarts from the root at the
 //! last key it returned (exclusive), so keys never repeat or go backwards.
 
+/// Entries of one leaf held between the copy and the validation; short scans (the common
+/// case) never allocate.
+type LeafBuffer<R> = SmallVec<[(<R as NodeRepr>::Owned, u64); 16]>;
+
 use std::ops::Bound;
 
 use crossbeam_epoch::{self as epoch, Guard};
+use smallvec::SmallVec;
 
 use super::{Tree, Visit};
 use crate::node::{NodeHeader, NodeRepr};
@@ -54,7 +59,7 @@ impl<R: NodeRepr> Tree<R> {
     ) -> usize {
         let guard = &epoch::pin();
         let mut resume: Bound<R::Owned> = lower.cloned();
-        let mut buffer: Vec<(R::Owned, u64)> = Vec::new();
+        let mut buffer: LeafBuffer<R> = SmallVec::new();
         let mut visited = 0;
         'restart: while visited < limit {
             let Ok(mut leaf) = self.descend_to_start(resume.as_ref(), guard) else {
@@ -139,7 +144,7 @@ impl<R: NodeRepr> Tree<R> {
     ) -> usize {
         let guard = &epoch::pin();
         let mut resume: Bound<R::Owned> = upper.cloned();
-        let mut buffer: Vec<(R::Owned, u64)> = Vec::new();
+        let mut buffer: LeafBuffer<R> = SmallVec::new();
         let mut visited = 0;
         while visited < limit {
             let Ok((leaf, low_fence)) = self.descend_below(resume.as_ref(), guard) else {

@@ -361,6 +361,7 @@ unsafe impl NodeRepr for Slotted {
     fn search(node: &NodeHeader, config: &SlottedConfig, probe: VarProbe<'_>) -> SearchResult {
         let page = Page::of(node, config);
         let count = node.count().min(page.cap);
+        super::prefetch(&page.words[PREFIX_WORDS..PREFIX_WORDS + SLOT_WORDS * count]);
         let (mut lo, mut hi) = (0, count);
         while lo < hi {
             let mid = (lo + hi) / 2;

@@ -195,17 +195,19 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
         let cap = Self::capacity_of(node, config);
         let (keys, _) = Self::arrays(node, cap);
         let count = Self::clamped_count(node, cap);
-        // Branch-light lower bound: `lo` is always a valid position, `len` shrinks by half.
+        super::prefetch(&keys[..count * Self::WORDS]);
+        // Branchless lower bound: the loop runs a count-determined number of times and the
+        // comparison selects with a conditional move, so random probes cost no mispredicts.
         let mut lo = 0;
         let mut len = count;
         while len > 1 {
             let half = len / 2;
-            if Self::key(keys, lo + half - 1) < probe {
-                lo += half;
-                len -= half;
+            lo = if Self::key(keys, lo + half - 1) < probe {
+                lo + half
             } else {
-                len = half;
-            }
+                lo
+            };
+            len -= half;
         }
         if len == 1 && Self::key(keys, lo) < probe {
             lo += 1;

@@ -1,0 +1,64 @@
+//! A fixed, repeatable workload over the hot paths (load, lookup, 15-key scan, delete) for
+//! instruction counting: `valgrind --tool=callgrind target/release/examples/hot_paths`.
+//! Instruction counts, unlike timings, are repeatable on this shared machine.
+
+use std::ops::Bound;
+use std::time::Instant;
+
+use elastree::{Direction, IndexBuilder, IndexKind, KeyLen};
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let keys: Vec<[u8; 8]> = (0..n)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes())
+        .collect();
+    let index = IndexBuilder::new(IndexKind::BTree)
+        .key_len(KeyLen::Fixed(8))
+        .build()
+        .expect("build");
+    let mops = |start: Instant, ops: usize| ops as f64 / start.elapsed().as_secs_f64() / 1e6;
+    let start = Instant::now();
+    for (tid, key) in keys.iter().enumerate() {
+        index.insert(key, tid as u64).expect("insert");
+    }
+    let load = mops(start, keys.len());
+    // Look up in another order than the load's, so lookups do not follow the load's path.
+    let probes: Vec<&[u8; 8]> = keys
+        .iter()
+        .rev()
+        .step_by(2)
+        .chain(keys.iter().step_by(2))
+        .collect();
+    let start = Instant::now();
+    let mut hits = 0u64;
+    for key in &probes {
+        hits += u64::from(index.get(*key).expect("get").is_some());
+    }
+    let lookup = mops(start, probes.len());
+    let start = Instant::now();
+    let mut scanned = 0;
+    for key in keys.iter().step_by(4) {
+        scanned += index
+            .scan(
+                Bound::Included(key),
+                Bound::Unbounded,
+                Direction::Ascending,
+                15,
+                &mut |_, _| {},
+            )
+            .expect("scan");
+    }
+    let scan = mops(start, scanned);
+    let start = Instant::now();
+    for key in &keys {
+        index.remove(key).expect("remove");
+    }
+    let delete = mops(start, keys.len());
+    println!(
+        "n {n} hits {hits} scanned {scanned} left {}: Mops/s load {load:.3} lookup {lookup:.3} scan-keys {scan:.3} delete {delete:.3}",
+        index.len()
+    );
+}
