@@ -53,24 +53,36 @@ fn fixed<const N: usize>(key: &[u8]) -> [u8; N] {
 }
 
 /// Maps a scan bound on arbitrary byte strings to the equivalent bound on keys of exactly
-/// `width` bytes: a shorter bound is zero-padded (the smallest full-width key above it), a
-/// longer one truncated (the largest full-width key below it).
-fn width_bound(bound: Bound<&[u8]>, width: usize, lower: bool) -> Bound<Vec<u8>> {
-    let b = match bound {
-        Bound::Unbounded => return Bound::Unbounded,
-        Bound::Included(b) | Bound::Excluded(b) => b,
+/// `out.len()` bytes, writing the bound's key to `out`: a shorter bound is zero-padded (the
+/// smallest full-width key above it), a longer one truncated (the largest full-width key
+/// below it). Returns whether the mapped bound is inclusive, or `None` for no bound.
+fn fit_bound(bound: Bound<&[u8]>, lower: bool, out: &mut [u8]) -> Option<bool> {
+    let (b, inclusive) = match bound {
+        Bound::Unbounded => return None,
+        Bound::Included(b) => (b, true),
+        Bound::Excluded(b) => (b, false),
     };
-    if b.len() == width {
-        return match bound {
-            Bound::Included(_) => Bound::Included(b.to_vec()),
-            _ => Bound::Excluded(b.to_vec()),
-        };
-    }
-    let mut p = b[..b.len().min(width)].to_vec();
-    p.resize(width, 0);
-    match (b.len() < width, lower) {
-        (true, true) | (false, false) => Bound::Included(p),
-        (true, false) | (false, true) => Bound::Excluded(p),
+    let n = b.len().min(out.len());
+    out[..n].copy_from_slice(&b[..n]);
+    out[n..].fill(0);
+    Some(if b.len() == out.len() {
+        inclusive
+    } else {
+        (b.len() < out.len()) == lower
+    })
+}
+
+/// [`fit_bound`] into a key of `K` (an integer of `N` big-endian bytes).
+fn width_bound<const N: usize, K>(
+    bound: Bound<&[u8]>,
+    lower: bool,
+    to_key: impl Fn([u8; N]) -> K,
+) -> Bound<K> {
+    let mut key = [0u8; N];
+    match fit_bound(bound, lower, &mut key) {
+        None => Bound::Unbounded,
+        Some(true) => Bound::Included(to_key(key)),
+        Some(false) => Bound::Excluded(to_key(key)),
     }
 }
 
@@ -182,33 +194,39 @@ impl BTreeIndex {
         let unique = self.unique;
         match &self.tree {
             Trees::U64(tree) => {
-                let to_key = |b: Vec<u8>| u64::from_be_bytes(fixed(&b));
-                let lo = map_bound(width_bound(lower, 8, true), to_key);
-                let hi = map_bound(width_bound(upper, 8, false), to_key);
+                let lo = width_bound(lower, true, u64::from_be_bytes);
+                let hi = width_bound(upper, false, u64::from_be_bytes);
                 scan_tree(tree, lo, hi, direction, limit, &mut |k, v| {
                     visit(&k.to_be_bytes(), v)
                 })
             }
             Trees::U128(tree) if unique => {
-                let to_key = |b: Vec<u8>| u128::from_be_bytes(fixed(&b));
-                let lo = map_bound(width_bound(lower, 16, true), to_key);
-                let hi = map_bound(width_bound(upper, 16, false), to_key);
+                let lo = width_bound(lower, true, u128::from_be_bytes);
+                let hi = width_bound(upper, false, u128::from_be_bytes);
                 scan_tree(tree, lo, hi, direction, limit, &mut |k, v| {
                     visit(&k.to_be_bytes(), v)
                 })
             }
             Trees::U128(tree) => {
-                let to_key = |b: Vec<u8>| Self::pair128(&b, 0);
+                let to_key = |b: [u8; 8]| Self::pair128(&b, 0);
                 let pair = |k: u128, tid: u64| k | tid as u128;
-                let lo = pair_bound(map_bound(width_bound(lower, 8, true), to_key), true, pair);
-                let hi = pair_bound(map_bound(width_bound(upper, 8, false), to_key), false, pair);
+                let lo = pair_bound(width_bound(lower, true, to_key), true, pair);
+                let hi = pair_bound(width_bound(upper, false, to_key), false, pair);
                 scan_tree(tree, lo, hi, direction, limit, &mut |k, v| {
                     visit(&((k >> 64) as u64).to_be_bytes(), v)
                 })
             }
             Trees::Var(tree) => {
+                let fitted = |bound: Bound<&[u8]>, lower: bool, width: usize| {
+                    let mut key = vec![0u8; width];
+                    match fit_bound(bound, lower, &mut key) {
+                        None => Bound::Unbounded,
+                        Some(true) => Bound::Included(key),
+                        Some(false) => Bound::Excluded(key),
+                    }
+                };
                 let (lower, upper) = match self.key_len {
-                    KeyLen::Fixed(w) => (width_bound(lower, w, true), width_bound(upper, w, false)),
+                    KeyLen::Fixed(w) => (fitted(lower, true, w), fitted(upper, false, w)),
                     KeyLen::Variable => (
                         map_bound(lower, <[u8]>::to_vec),
                         map_bound(upper, <[u8]>::to_vec),
