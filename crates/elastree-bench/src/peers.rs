@@ -1,0 +1,1064 @@
+//! Every index under measurement behind one trait, [`BenchIndex`]: elastree's kinds and the
+//! peers (std `BTreeMap`, `bplustree`, `ferntree`, `congee`, `scc::TreeIndex`,
+//! `crossbeam_skiplist::SkipMap` and a sorted array as the compactness bound).
+//!
+//! For 8-byte key sets the peers are instantiated with `u64` keys and elastree with
+//! [`KeyLen::Fixed`]`(8)` big-endian byte keys; big-endian byte order equals numeric order, so
+//! every index scans the same key sequence. For variable-length key sets the peers use
+//! `Vec<u8>` keys (lexicographic, as elastree orders them).
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Bound;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
+
+use crate::keys::{Key, KeyData, KeySet, KeySetKind, KeyWidth};
+use crate::workload::Workload;
+
+/// An index as the benchmark drives it. Values are tuple ids (`u64`); keys come as [`Key`]s of
+/// the width the index was built for.
+///
+/// All operations take `&self`; an index whose [`BenchIndex::concurrent`] is `true` may be
+/// called from many threads at once.
+pub trait BenchIndex: Send + Sync {
+    /// The name the CLI and the reports use.
+    fn name(&self) -> &str;
+
+    /// Whether the index may be driven from many threads at once (for the operations it
+    /// supports). A non-concurrent index only runs on one thread.
+    fn concurrent(&self) -> bool;
+
+    /// Whether the index can hold this key set, or why not.
+    fn supports(&self, keys: KeySetKind) -> Result<(), String>;
+
+    /// Whether the index can run this workload, or why not.
+    fn supports_workload(&self, workload: Workload) -> Result<(), String> {
+        let _ = workload;
+        Ok(())
+    }
+
+    /// `true` if the index is built by [`BenchIndex::bulk_load`] instead of by inserts.
+    fn loads_in_bulk(&self) -> bool {
+        false
+    }
+
+    /// Builds the index from all of `keys`, key `i` mapping to tid `i`. Only for indexes whose
+    /// [`BenchIndex::loads_in_bulk`] is `true`.
+    fn bulk_load(&mut self, keys: &KeySet) -> Result<(), String> {
+        let _ = keys;
+        Err(format!("{} does not load in bulk", self.name()))
+    }
+
+    /// Inserts `key -> value` (or replaces the key's value).
+    fn insert(&self, key: Key<'_>, value: u64);
+
+    /// The key's value.
+    fn get(&self, key: Key<'_>) -> Option<u64>;
+
+    /// Visits up to `n` pairs in ascending key order starting at the first key `>= start` and
+    /// returns how many it visited.
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize;
+
+    /// Removes the key; says whether it was present.
+    fn remove(&self, key: Key<'_>) -> bool;
+
+    /// The bytes the index says it holds, for indexes that account for their own memory.
+    fn self_reported_bytes(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// The peers, by CLI name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    /// `std::collections::BTreeMap` behind a mutex (single thread only).
+    BTreeMap,
+    /// The `bplustree` crate: an OLC B+-tree.
+    BPlusTree,
+    /// The `ferntree` crate: an OLC B+-tree.
+    FernTree,
+    /// The `congee` crate: an ART with OLC, 8-byte keys only.
+    Congee,
+    /// `scc::TreeIndex`: a lock-free-read B+-tree.
+    Scc,
+    /// `crossbeam_skiplist::SkipMap`: a lock-free skip list.
+    SkipMap,
+    /// A sorted array built by one bulk sort: the compactness bound, read-only.
+    Sorted,
+}
+
+impl Peer {
+    /// Every peer, in the order the CLI lists them.
+    pub const ALL: &'static [Peer] = &[
+        Peer::BTreeMap,
+        Peer::BPlusTree,
+        Peer::FernTree,
+        Peer::Congee,
+        Peer::Scc,
+        Peer::SkipMap,
+        Peer::Sorted,
+    ];
+
+    /// The peer's CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::BTreeMap => "btreemap",
+            Peer::BPlusTree => "bplustree",
+            Peer::FernTree => "ferntree",
+            Peer::Congee => "congee",
+            Peer::Scc => "scc",
+            Peer::SkipMap => "skipmap",
+            Peer::Sorted => "sorted",
+        }
+    }
+}
+
+/// What to measure: one of elastree's kinds or a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexSpec {
+    /// An elastree index kind.
+    Elastree(IndexKind),
+    /// A peer index.
+    Peer(Peer),
+}
+
+impl IndexSpec {
+    /// Every index the benchmark knows: elastree's kinds, then the peers.
+    pub fn all() -> Vec<IndexSpec> {
+        IndexKind::ALL
+            .iter()
+            .map(|&k| IndexSpec::Elastree(k))
+            .chain(Peer::ALL.iter().map(|&p| IndexSpec::Peer(p)))
+            .collect()
+    }
+
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexSpec::Elastree(kind) => kind.name(),
+            IndexSpec::Peer(peer) => peer.name(),
+        }
+    }
+
+    /// Builds an empty index for keys of `width`.
+    pub fn build(self, width: KeyWidth) -> Result<Box<dyn BenchIndex>, String> {
+        Ok(match (self, width) {
+            (IndexSpec::Elastree(kind), _) => Box::new(Elastree::new(kind, width)?),
+            (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Fixed8) => {
+                Box::new(StdBTreeMap::<u64>::new())
+            }
+            (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Variable) => {
+                Box::new(StdBTreeMap::<Vec<u8>>::new())
+            }
+            (IndexSpec::Peer(Peer::BPlusTree), KeyWidth::Fixed8) => Box::new(BPlus::<u64>::new()),
+            (IndexSpec::Peer(Peer::BPlusTree), KeyWidth::Variable) => {
+                Box::new(BPlus::<Vec<u8>>::new())
+            }
+            (IndexSpec::Peer(Peer::FernTree), KeyWidth::Fixed8) => Box::new(Fern::<u64>::new()),
+            (IndexSpec::Peer(Peer::FernTree), KeyWidth::Variable) => {
+                Box::new(Fern::<Vec<u8>>::new())
+            }
+            (IndexSpec::Peer(Peer::Congee), _) => Box::new(Art::new()),
+            (IndexSpec::Peer(Peer::Scc), KeyWidth::Fixed8) => Box::new(SccTree::<u64>::new()),
+            (IndexSpec::Peer(Peer::Scc), KeyWidth::Variable) => Box::new(SccTree::<Vec<u8>>::new()),
+            (IndexSpec::Peer(Peer::SkipMap), KeyWidth::Fixed8) => Box::new(Skip::<u64>::new()),
+            (IndexSpec::Peer(Peer::SkipMap), KeyWidth::Variable) => {
+                Box::new(Skip::<Vec<u8>>::new())
+            }
+            (IndexSpec::Peer(Peer::Sorted), _) => Box::new(SortedArray::new(width)),
+        })
+    }
+}
+
+impl fmt::Display for IndexSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for IndexSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        IndexSpec::all()
+            .into_iter()
+            .find(|spec| spec.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = IndexSpec::all().iter().map(|spec| spec.name()).collect();
+                format!("unknown index {s:?} (known: {})", names.join(", "))
+            })
+    }
+}
+
+fn width_check(name: &str, built: KeyWidth, keys: KeySetKind) -> Result<(), String> {
+    if keys.width() == built {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name} was built for {built:?} keys, key set {keys} has {:?} keys",
+            keys.width()
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// elastree
+// ---------------------------------------------------------------------------------------------
+
+/// An elastree index kind through its public [`Index`] trait. 8-byte key sets are stored as
+/// big-endian bytes in an index built with [`KeyLen::Fixed`]`(8)`.
+pub struct Elastree {
+    index: Box<dyn Index>,
+    kind: IndexKind,
+    width: KeyWidth,
+}
+
+impl Elastree {
+    /// Builds a unique index of `kind` for keys of `width` with the kind's default node sizes.
+    pub fn new(kind: IndexKind, width: KeyWidth) -> Result<Self, String> {
+        let key_len = match width {
+            KeyWidth::Fixed8 => KeyLen::Fixed(8),
+            KeyWidth::Variable => KeyLen::Variable,
+        };
+        let index = IndexBuilder::new(kind)
+            .key_len(key_len)
+            .build()
+            .map_err(|e| format!("building elastree {kind}: {e}"))?;
+        Ok(Self { index, kind, width })
+    }
+
+    #[inline]
+    fn with_bytes<R>(key: Key<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
+        match key {
+            Key::U64(v) => f(&v.to_be_bytes()),
+            Key::Bytes(b) => f(b),
+        }
+    }
+
+    #[inline]
+    fn decode(width: KeyWidth, bytes: &[u8]) -> Key<'_> {
+        match width {
+            KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(
+                bytes
+                    .try_into()
+                    .expect("a fixed-8 index returns 8-byte keys"),
+            )),
+            KeyWidth::Variable => Key::Bytes(bytes),
+        }
+    }
+}
+
+impl BenchIndex for Elastree {
+    fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), self.width, keys)
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        if let Err(e) = Self::with_bytes(key, |k| self.index.insert(k, value)) {
+            panic!("elastree {} insert failed: {e}", self.kind);
+        }
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        Self::with_bytes(key, |k| self.index.get(k))
+            .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.kind))
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let width = self.width;
+        Self::with_bytes(start, |k| {
+            self.index.scan(
+                Bound::Included(k),
+                Bound::Unbounded,
+                Direction::Ascending,
+                n,
+                &mut |key, tid| visit(Self::decode(width, key), tid),
+            )
+        })
+        .unwrap_or_else(|e| panic!("elastree {} scan failed: {e}", self.kind))
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        Self::with_bytes(key, |k| self.index.remove(k))
+            .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.kind))
+            .is_some()
+    }
+
+    fn self_reported_bytes(&self) -> Option<usize> {
+        Some(self.index.memory().total())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key types of the generic peers
+// ---------------------------------------------------------------------------------------------
+
+/// A key type the generic peers are instantiated with: `u64` for 8-byte key sets, `Vec<u8>` for
+/// variable-length ones. Lookups borrow the key as [`PeerKey::Ref`] (`u64` / `[u8]`), so only
+/// inserts build an owned key.
+pub trait PeerKey: Ord + Clone + Send + Sync + 'static {
+    /// The borrowed form lookups compare against.
+    type Ref: ?Sized + Ord;
+    /// The key width this type holds.
+    const WIDTH: KeyWidth;
+    /// An owned key from a benchmark key of the matching width.
+    fn owned(key: Key<'_>) -> Self;
+    /// Calls `f` with the borrowed form of a benchmark key of the matching width.
+    fn with_ref<R>(key: Key<'_>, f: impl FnOnce(&Self::Ref) -> R) -> R;
+    /// The benchmark key for a stored key.
+    fn key(&self) -> Key<'_>;
+}
+
+impl PeerKey for u64 {
+    type Ref = u64;
+    const WIDTH: KeyWidth = KeyWidth::Fixed8;
+
+    #[inline]
+    fn owned(key: Key<'_>) -> Self {
+        match key {
+            Key::U64(v) => v,
+            Key::Bytes(_) => panic!("a u64-keyed peer got a variable-length key"),
+        }
+    }
+
+    #[inline]
+    fn with_ref<R>(key: Key<'_>, f: impl FnOnce(&u64) -> R) -> R {
+        f(&Self::owned(key))
+    }
+
+    #[inline]
+    fn key(&self) -> Key<'_> {
+        Key::U64(*self)
+    }
+}
+
+impl PeerKey for Vec<u8> {
+    type Ref = [u8];
+    const WIDTH: KeyWidth = KeyWidth::Variable;
+
+    #[inline]
+    fn owned(key: Key<'_>) -> Self {
+        match key {
+            Key::Bytes(b) => b.to_vec(),
+            Key::U64(_) => panic!("a byte-keyed peer got an integer key"),
+        }
+    }
+
+    #[inline]
+    fn with_ref<R>(key: Key<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
+        match key {
+            Key::Bytes(b) => f(b),
+            Key::U64(_) => panic!("a byte-keyed peer got an integer key"),
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> Key<'_> {
+        Key::Bytes(self)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// std BTreeMap
+// ---------------------------------------------------------------------------------------------
+
+/// `std::collections::BTreeMap` behind a mutex. Single-threaded only: the mutex is always
+/// uncontended and costs one lock/unlock pair per operation.
+pub struct StdBTreeMap<K: PeerKey> {
+    map: Mutex<BTreeMap<K, u64>>,
+}
+
+impl<K: PeerKey> StdBTreeMap<K> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self {
+            map: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<K, u64>> {
+        self.map
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl<K: PeerKey> Default for StdBTreeMap<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for StdBTreeMap<K> {
+    fn name(&self) -> &str {
+        Peer::BTreeMap.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        false
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), K::WIDTH, keys)
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        self.lock().insert(K::owned(key), value);
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        let map = self.lock();
+        K::with_ref(key, |k| map.get(k).copied())
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let map = self.lock();
+        K::with_ref(start, |k| {
+            let mut count = 0;
+            for (key, &value) in map
+                .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded))
+                .take(n)
+            {
+                visit(key.key(), value);
+                count += 1;
+            }
+            count
+        })
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        let mut map = self.lock();
+        K::with_ref(key, |k| map.remove(k).is_some())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bplustree
+// ---------------------------------------------------------------------------------------------
+
+/// `bplustree::BPlusTree` (OLC B+-tree, default node capacities). Scans use its raw shared
+/// iterator (`seek` then `next`), dropped right after, as its docs advise.
+pub struct BPlus<K: PeerKey> {
+    tree: bplustree::BPlusTree<K, u64>,
+}
+
+impl<K: PeerKey> BPlus<K> {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self {
+            tree: bplustree::BPlusTree::new(),
+        }
+    }
+}
+
+impl<K: PeerKey> Default for BPlus<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Removes every key in ascending order, in batches read by a short-lived shared iterator.
+macro_rules! drain_ascending {
+    ($tree:expr) => {
+        loop {
+            let batch: Vec<K> = {
+                let mut iter = $tree.raw_iter();
+                iter.seek_to_first();
+                std::iter::from_fn(|| iter.next().map(|(key, _)| key.clone()))
+                    .take(DRAIN_BATCH)
+                    .collect()
+            };
+            if batch.is_empty() {
+                break;
+            }
+            for key in &batch {
+                $tree.remove(key);
+            }
+        }
+    };
+}
+
+/// Keys removed per batch when emptying a tree before dropping it.
+const DRAIN_BATCH: usize = 4096;
+
+/// bplustree 0.1 has no `Drop` for its tree: dropping it frees the root pointer's latch but
+/// none of the nodes. Removing every key first frees them through its merges, so a dropped tree
+/// does not stay resident for the rest of the run (and inflate later RSS readings).
+impl<K: PeerKey> Drop for BPlus<K> {
+    fn drop(&mut self) {
+        drain_ascending!(self.tree);
+    }
+}
+
+impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for BPlus<K> {
+    fn name(&self) -> &str {
+        Peer::BPlusTree.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), K::WIDTH, keys)
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        self.tree.insert(K::owned(key), value);
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        K::with_ref(key, |k| self.tree.lookup(k, |v| *v))
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        K::with_ref(start, |k| {
+            let mut iter = self.tree.raw_iter();
+            iter.seek(k);
+            let mut count = 0;
+            while count < n {
+                match iter.next() {
+                    Some((key, &value)) => visit(key.key(), value),
+                    None => break,
+                }
+                count += 1;
+            }
+            count
+        })
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        K::with_ref(key, |k| self.tree.remove(k).is_some())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ferntree
+// ---------------------------------------------------------------------------------------------
+
+/// `ferntree::Tree` (OLC B+-tree, default node capacities). Point reads use the optimistic fast
+/// path (`get_optimistic`) that its docs recommend for `Copy` values; scans use its raw shared
+/// iterator.
+pub struct Fern<K: PeerKey + ferntree::OptimisticRead> {
+    tree: ferntree::Tree<K, u64>,
+}
+
+impl<K: PeerKey + ferntree::OptimisticRead> Fern<K> {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self {
+            tree: ferntree::Tree::new(),
+        }
+    }
+}
+
+impl<K: PeerKey + ferntree::OptimisticRead> Default for Fern<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// ferntree 0.7 has no `Drop` for its tree either (and `clear` retires only the root node), so
+/// dropping it leaks every node; emptying it first frees them through its merges.
+impl<K: PeerKey + ferntree::OptimisticRead> Drop for Fern<K> {
+    fn drop(&mut self) {
+        drain_ascending!(self.tree);
+    }
+}
+
+impl<K: PeerKey + ferntree::OptimisticRead + Borrow<K::Ref>> BenchIndex for Fern<K> {
+    fn name(&self) -> &str {
+        Peer::FernTree.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), K::WIDTH, keys)
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        self.tree.insert(K::owned(key), value);
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        K::with_ref(key, |k| self.tree.get_optimistic(k))
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        K::with_ref(start, |k| {
+            let mut iter = self.tree.raw_iter();
+            iter.seek(k);
+            let mut count = 0;
+            while count < n {
+                match iter.next() {
+                    Some((key, &value)) => visit(key.key(), value),
+                    None => break,
+                }
+                count += 1;
+            }
+            count
+        })
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        K::with_ref(key, |k| self.tree.remove(k).is_some())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// congee
+// ---------------------------------------------------------------------------------------------
+
+// congee keys and values are `usize`; the benchmark's 8-byte keys are `u64`.
+const _: () = assert!(usize::BITS == 64, "the congee adapter needs 64-bit usize");
+
+/// `congee::Congee` (ART with OLC), 8-byte keys only. Every operation pins an epoch, as the
+/// crate's examples do; congee's range end is exclusive, so scans end at `u64::MAX` (which the
+/// key generators never produce).
+pub struct Art {
+    tree: congee::Congee<usize, usize>,
+}
+
+impl Art {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self {
+            tree: congee::Congee::default(),
+        }
+    }
+
+    #[inline]
+    fn key(key: Key<'_>) -> usize {
+        match key {
+            Key::U64(v) => v as usize,
+            Key::Bytes(_) => panic!("congee got a variable-length key"),
+        }
+    }
+}
+
+impl Default for Art {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BenchIndex for Art {
+    fn name(&self) -> &str {
+        Peer::Congee.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        match keys.width() {
+            KeyWidth::Fixed8 => Ok(()),
+            KeyWidth::Variable => Err("congee (ART) supports only fixed 8-byte keys".to_string()),
+        }
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        let guard = self.tree.pin();
+        self.tree
+            .insert(Self::key(key), value as usize, &guard)
+            .expect("congee insert: out of memory");
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        let guard = self.tree.pin();
+        self.tree.get(&Self::key(key), &guard).map(|v| v as u64)
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        const CHUNK: usize = 32;
+        let guard = self.tree.pin();
+        let mut buffer = [(0usize, 0usize); CHUNK];
+        let mut from = Self::key(start);
+        let mut count = 0;
+        while count < n {
+            let want = (n - count).min(CHUNK);
+            let got = self
+                .tree
+                .range(&from, &usize::MAX, &mut buffer[..want], &guard);
+            for &(key, value) in &buffer[..got] {
+                visit(Key::U64(key as u64), value as u64);
+            }
+            count += got;
+            if got < want {
+                break;
+            }
+            match buffer[got - 1].0.checked_add(1) {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+        count
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        let guard = self.tree.pin();
+        self.tree.remove(&Self::key(key), &guard).is_some()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scc::TreeIndex
+// ---------------------------------------------------------------------------------------------
+
+/// `scc::TreeIndex` through its synchronous API: `insert_sync`, lock-free `peek_with`, `range`
+/// under a `Guard`, `remove_sync`.
+pub struct SccTree<K: PeerKey> {
+    tree: scc::TreeIndex<K, u64>,
+}
+
+impl<K: PeerKey> SccTree<K> {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self {
+            tree: scc::TreeIndex::new(),
+        }
+    }
+}
+
+impl<K: PeerKey> Default for SccTree<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for SccTree<K> {
+    fn name(&self) -> &str {
+        Peer::Scc.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), K::WIDTH, keys)
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        self.tree.upsert_sync(K::owned(key), value);
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        K::with_ref(key, |k| self.tree.peek_with(k, |_, v| *v))
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        K::with_ref(start, |k| {
+            let guard = scc::Guard::new();
+            let mut count = 0;
+            for (key, &value) in self
+                .tree
+                .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded), &guard)
+                .take(n)
+            {
+                visit(key.key(), value);
+                count += 1;
+            }
+            count
+        })
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        K::with_ref(key, |k| self.tree.remove_sync(k))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// crossbeam_skiplist::SkipMap
+// ---------------------------------------------------------------------------------------------
+
+/// `crossbeam_skiplist::SkipMap`.
+pub struct Skip<K: PeerKey> {
+    map: crossbeam_skiplist::SkipMap<K, u64>,
+}
+
+impl<K: PeerKey> Skip<K> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self {
+            map: crossbeam_skiplist::SkipMap::new(),
+        }
+    }
+}
+
+impl<K: PeerKey> Default for Skip<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for Skip<K> {
+    fn name(&self) -> &str {
+        Peer::SkipMap.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), K::WIDTH, keys)
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        self.map.insert(K::owned(key), value);
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        K::with_ref(key, |k| self.map.get(k).map(|entry| *entry.value()))
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        K::with_ref(start, |k| {
+            let mut count = 0;
+            for entry in self
+                .map
+                .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded))
+                .take(n)
+            {
+                visit(entry.key().key(), *entry.value());
+                count += 1;
+            }
+            count
+        })
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        K::with_ref(key, |k| self.map.remove(k).is_some())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sorted array
+// ---------------------------------------------------------------------------------------------
+
+enum SortedData {
+    Empty,
+    /// `(key, tid)` pairs sorted by key.
+    Fixed(Vec<(u64, u64)>),
+    /// Keys sorted and packed in one buffer: key `i` is `data[offsets[i]..offsets[i + 1]]`
+    /// with tid `tids[i]`.
+    Var {
+        data: Vec<u8>,
+        offsets: Vec<u32>,
+        tids: Vec<u64>,
+    },
+}
+
+/// A sorted array built by one bulk sort: `Vec<(u64, u64)>` for 8-byte keys; for
+/// variable-length keys the sorted key bytes packed in one buffer with 4-byte offsets and a
+/// tid array. The compactness bound: read-only (lookups and scans by binary search), no
+/// inserts or deletes.
+pub struct SortedArray {
+    width: KeyWidth,
+    data: SortedData,
+}
+
+impl SortedArray {
+    /// An empty array for keys of `width`; fill it with [`BenchIndex::bulk_load`].
+    pub fn new(width: KeyWidth) -> Self {
+        Self {
+            width,
+            data: SortedData::Empty,
+        }
+    }
+
+    /// The position of the first key `>= key`.
+    #[inline]
+    fn lower_bound(&self, key: Key<'_>) -> usize {
+        match (&self.data, key) {
+            (SortedData::Empty, _) => 0,
+            (SortedData::Fixed(pairs), Key::U64(k)) => pairs.partition_point(|&(x, _)| x < k),
+            (
+                SortedData::Var {
+                    data,
+                    offsets,
+                    tids,
+                },
+                Key::Bytes(k),
+            ) => {
+                let key_at = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
+                let (mut lo, mut hi) = (0, tids.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if key_at(mid) < k {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
+            _ => panic!("sorted array got a key of the wrong width"),
+        }
+    }
+
+    #[inline]
+    fn entry(&self, i: usize) -> Option<(Key<'_>, u64)> {
+        match &self.data {
+            SortedData::Empty => None,
+            SortedData::Fixed(pairs) => pairs.get(i).map(|&(k, v)| (Key::U64(k), v)),
+            SortedData::Var {
+                data,
+                offsets,
+                tids,
+            } => tids.get(i).map(|&tid| {
+                (
+                    Key::Bytes(&data[offsets[i] as usize..offsets[i + 1] as usize]),
+                    tid,
+                )
+            }),
+        }
+    }
+}
+
+impl BenchIndex for SortedArray {
+    fn name(&self) -> &str {
+        Peer::Sorted.name()
+    }
+
+    /// Reads are safe from many threads; the bulk load runs on one.
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), self.width, keys)
+    }
+
+    fn supports_workload(&self, workload: Workload) -> Result<(), String> {
+        match workload {
+            Workload::Delete => {
+                Err("sorted array is read-only (built by one bulk sort)".to_string())
+            }
+            Workload::Load | Workload::Lookup | Workload::Scan => Ok(()),
+        }
+    }
+
+    fn loads_in_bulk(&self) -> bool {
+        true
+    }
+
+    fn bulk_load(&mut self, keys: &KeySet) -> Result<(), String> {
+        self.data = match &keys.data {
+            KeyData::U64(ks) => {
+                let mut pairs: Vec<(u64, u64)> =
+                    ks.iter().zip(0u64..).map(|(&k, i)| (k, i)).collect();
+                pairs.sort_unstable_by_key(|&(k, _)| k);
+                SortedData::Fixed(pairs)
+            }
+            KeyData::Var(ks) => {
+                if u32::try_from(ks.total_bytes()).is_err() {
+                    return Err("sorted array: key bytes exceed 4 GiB (4-byte offsets)".to_string());
+                }
+                let order = keys.sorted_order();
+                let mut data = Vec::with_capacity(ks.total_bytes());
+                let mut offsets = Vec::with_capacity(order.len() + 1);
+                offsets.push(0u32);
+                let tids: Vec<u64> = order.iter().map(|&i| u64::from(i)).collect();
+                for &i in &order {
+                    data.extend_from_slice(ks.get(i as usize));
+                    offsets.push(data.len() as u32);
+                }
+                SortedData::Var {
+                    data,
+                    offsets,
+                    tids,
+                }
+            }
+        };
+        Ok(())
+    }
+
+    fn insert(&self, _key: Key<'_>, _value: u64) {
+        panic!("the sorted array is read-only: it is built by bulk_load");
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        let pos = self.lower_bound(key);
+        match self.entry(pos) {
+            Some((k, tid)) if k == key => Some(tid),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let pos = self.lower_bound(start);
+        let mut count = 0;
+        while count < n {
+            match self.entry(pos + count) {
+                Some((k, tid)) => visit(k, tid),
+                None => break,
+            }
+            count += 1;
+        }
+        count
+    }
+
+    fn remove(&self, _key: Key<'_>) -> bool {
+        panic!("the sorted array is read-only");
+    }
+
+    fn self_reported_bytes(&self) -> Option<usize> {
+        Some(match &self.data {
+            SortedData::Empty => 0,
+            SortedData::Fixed(pairs) => pairs.capacity() * std::mem::size_of::<(u64, u64)>(),
+            SortedData::Var {
+                data,
+                offsets,
+                tids,
+            } => data.capacity() + offsets.capacity() * 4 + tids.capacity() * 8,
+        })
+    }
+}

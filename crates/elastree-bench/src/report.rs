@@ -1,0 +1,342 @@
+//! Reports: a readable table and JSON lines.
+//!
+//! The table has one row per index, key set, workload and thread count: throughput median
+//! [min-max] over the repetitions in millions of operations per second (keys per second for
+//! scans), the ratio to the `btreemap` row of the same key set and workload (same thread count
+//! if there is one, else its single-thread row), and bytes per key from the counting allocator
+//! and as the index reports itself.
+//!
+//! A JSON line holds the same row as an object with the fields `index`, `keys`, `n`,
+//! `workload`, `threads`, `mops_median`, `mops_min`, `mops_max`, `bytes_per_key_alloc`,
+//! `bytes_per_key_self`, `peak_rss_bytes`, plus `unit`, `ops`, `repeat`, `status` (`ok`,
+//! `skipped` or `failed`) and `note` (why it was skipped or what failed). Missing numbers are
+//! `null`.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::workload::{median, Measurement, Status};
+
+/// The name of the index every other row is compared with.
+pub const BASELINE: &str = "btreemap";
+
+/// Median, minimum and maximum of a row's repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// The median.
+    pub median: f64,
+    /// The smallest value.
+    pub min: f64,
+    /// The largest value.
+    pub max: f64,
+}
+
+impl Summary {
+    /// Summarises `values`; `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Summary> {
+        let median = median(values)?;
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(Summary { median, min, max })
+    }
+}
+
+/// One JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonRow<'a> {
+    /// Index name.
+    pub index: &'a str,
+    /// Key set name.
+    pub keys: &'a str,
+    /// Keys in the key set.
+    pub n: usize,
+    /// Workload name.
+    pub workload: &'a str,
+    /// Threads.
+    pub threads: usize,
+    /// Median throughput, millions of `unit`s per second.
+    pub mops_median: Option<f64>,
+    /// Smallest throughput of the repetitions.
+    pub mops_min: Option<f64>,
+    /// Largest throughput of the repetitions.
+    pub mops_max: Option<f64>,
+    /// Bytes per key from the counting allocator.
+    pub bytes_per_key_alloc: Option<f64>,
+    /// Bytes per key the index reports itself.
+    pub bytes_per_key_self: Option<f64>,
+    /// Peak RSS while this index ran on this key set at this thread count.
+    pub peak_rss_bytes: Option<u64>,
+    /// What the throughput counts: `ops`, or `keys` for scans.
+    pub unit: &'a str,
+    /// Operations per repetition.
+    pub ops: u64,
+    /// Repetitions measured.
+    pub repeat: usize,
+    /// `ok`, `skipped` or `failed`.
+    pub status: &'a str,
+    /// Why the row was skipped or what failed.
+    pub note: Option<&'a str>,
+}
+
+impl<'a> JsonRow<'a> {
+    /// The JSON form of a measurement.
+    pub fn from_measurement(m: &'a Measurement) -> Self {
+        let summary = Summary::of(&m.mops);
+        let (status, note) = match &m.status {
+            Status::Ok => ("ok", None),
+            Status::Skipped(reason) => ("skipped", Some(reason.as_str())),
+            Status::Failed(problem) => ("failed", Some(problem.as_str())),
+        };
+        let ok = m.status == Status::Ok;
+        JsonRow {
+            index: &m.index,
+            keys: m.keys.name(),
+            n: m.n,
+            workload: m.workload.name(),
+            threads: m.threads,
+            mops_median: summary.filter(|_| ok).map(|s| s.median),
+            mops_min: summary.filter(|_| ok).map(|s| s.min),
+            mops_max: summary.filter(|_| ok).map(|s| s.max),
+            bytes_per_key_alloc: m.bytes_per_key_alloc,
+            bytes_per_key_self: m.bytes_per_key_self,
+            peak_rss_bytes: m.peak_rss_bytes,
+            unit: m.workload.unit(),
+            ops: m.ops,
+            repeat: m.mops.len(),
+            status,
+            note,
+        }
+    }
+}
+
+/// Writes one JSON object per measurement, one per line.
+pub fn write_json_lines(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
+    for m in rows {
+        serde_json::to_writer(&mut *out, &JsonRow::from_measurement(m))?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// The baseline row for `m`: the first successful `btreemap` row of the same key set and
+/// workload, preferring the same thread count and falling back to one thread.
+fn baseline<'a>(rows: &'a [Measurement], m: &Measurement) -> Option<&'a Measurement> {
+    let candidates = || {
+        rows.iter().filter(|b| {
+            b.index == BASELINE
+                && b.keys == m.keys
+                && b.workload == m.workload
+                && b.status == Status::Ok
+                && !b.mops.is_empty()
+        })
+    };
+    candidates()
+        .find(|b| b.threads == m.threads)
+        .or_else(|| candidates().find(|b| b.threads == 1))
+}
+
+fn fmt_opt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+fn fmt_bytes(bytes: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    format!("{:.0} MiB", bytes as f64 / MIB)
+}
+
+/// Renders the table, rows in the order given (callers sort them; see [`sort_for_report`]).
+pub fn render_table(rows: &[Measurement]) -> String {
+    let header = [
+        "index".to_string(),
+        "keys".to_string(),
+        "workload".to_string(),
+        "thr".to_string(),
+        "Mops/s median [min-max]".to_string(),
+        format!("vs {BASELINE}"),
+        "B/key alloc".to_string(),
+        "B/key self".to_string(),
+        "peak RSS".to_string(),
+    ];
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    let mut notes: Vec<Option<String>> = Vec::new();
+    for m in rows {
+        let (throughput, ratio, note) = match &m.status {
+            Status::Ok => {
+                let s = Summary::of(&m.mops);
+                let throughput = s.map_or_else(
+                    || "-".to_string(),
+                    |s| format!("{:.3} [{:.3}-{:.3}]", s.median, s.min, s.max),
+                );
+                let ratio = match (baseline(rows, m).and_then(|b| median(&b.mops)), s) {
+                    (Some(base), Some(s)) if base > 0.0 => format!("{:.2}x", s.median / base),
+                    _ => "-".to_string(),
+                };
+                (throughput, ratio, None)
+            }
+            Status::Skipped(reason) => {
+                ("skipped".to_string(), "-".to_string(), Some(reason.clone()))
+            }
+            Status::Failed(problem) => {
+                ("FAILED".to_string(), "-".to_string(), Some(problem.clone()))
+            }
+        };
+        cells.push(vec![
+            m.index.clone(),
+            m.keys.name().to_string(),
+            format!(
+                "{}{}",
+                m.workload.name(),
+                if m.workload.unit() == "keys" { "*" } else { "" }
+            ),
+            m.threads.to_string(),
+            throughput,
+            ratio,
+            fmt_opt(m.bytes_per_key_alloc, 1),
+            fmt_opt(m.bytes_per_key_self, 1),
+            m.peak_rss_bytes.map_or_else(|| "-".to_string(), fmt_bytes),
+        ]);
+        notes.push(note);
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    // Text columns left-aligned, numbers right-aligned.
+    let left = [true, true, true, false, false, false, false, false, false];
+    let line = |row: &[String]| -> String {
+        let parts: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .zip(left)
+            .map(|((cell, &w), l)| {
+                if l {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string()
+    };
+    let mut out = String::new();
+    out.push_str(&line(&header));
+    out.push('\n');
+    let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    out.push_str(&"-".repeat(total));
+    out.push('\n');
+    let mut previous: Option<(&str, &str, usize)> = None;
+    for ((row, note), m) in cells.iter().zip(&notes).zip(rows) {
+        let group = (m.keys.name(), m.workload.name(), m.threads);
+        if previous.is_some_and(|p| p != group) {
+            out.push('\n');
+        }
+        previous = Some(group);
+        out.push_str(&line(row));
+        if let Some(note) = note {
+            out.push_str("  (");
+            out.push_str(note);
+            out.push(')');
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "* scan throughput counts keys visited per second. Ratios compare medians with the \
+         btreemap row of the same keys and workload.\n\
+         B/key alloc: bytes the loaded index allocated (counting allocator) / keys; B/key self: \
+         the index's own accounting.\n\
+         peak RSS: process high-water mark during that index's runs, reset at their start; it \
+         includes the key set and operation streams.\n",
+    );
+    out
+}
+
+/// Sorts rows for the table: by key set (in `keysets` order), workload, thread count, then
+/// index (in `indexes` order), so the indexes of one measurement sit side by side.
+pub fn sort_for_report(rows: &mut [Measurement], keysets: &[&str], indexes: &[&str]) {
+    let position =
+        |list: &[&str], name: &str| list.iter().position(|&x| x == name).unwrap_or(usize::MAX);
+    rows.sort_by_key(|m| {
+        (
+            position(keysets, m.keys.name()),
+            m.workload,
+            m.threads,
+            position(indexes, &m.index),
+        )
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeySetKind;
+    use crate::workload::Workload;
+
+    fn row(index: &str, threads: usize, mops: &[f64], status: Status) -> Measurement {
+        Measurement {
+            index: index.to_string(),
+            keys: KeySetKind::Rand64,
+            n: 1000,
+            workload: Workload::Lookup,
+            threads,
+            ops: 1000,
+            mops: mops.to_vec(),
+            bytes_per_key_alloc: Some(40.0),
+            bytes_per_key_self: None,
+            peak_rss_bytes: Some(1 << 20),
+            status,
+        }
+    }
+
+    #[test]
+    fn summary_median_min_max() {
+        let s = Summary::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn table_has_ratios_against_btreemap() {
+        let rows = vec![
+            row("btreemap", 1, &[1.0, 1.0, 1.0], Status::Ok),
+            row("btree", 1, &[2.0, 3.0, 4.0], Status::Ok),
+            row("btree", 2, &[5.0], Status::Ok),
+            row("congee", 1, &[], Status::Skipped("no".to_string())),
+        ];
+        let table = render_table(&rows);
+        assert!(table.contains("3.00x"), "{table}");
+        assert!(table.contains("5.00x"), "{table}");
+        assert!(table.contains("skipped"), "{table}");
+        assert!(table.contains("(no)"), "{table}");
+    }
+
+    #[test]
+    fn json_lines_have_the_fields() {
+        let rows = vec![row("btree", 1, &[2.0, 3.0, 4.0], Status::Ok)];
+        let mut out = Vec::new();
+        write_json_lines(&rows, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        for field in [
+            "index",
+            "keys",
+            "n",
+            "workload",
+            "threads",
+            "mops_median",
+            "mops_min",
+            "mops_max",
+            "bytes_per_key_alloc",
+            "bytes_per_key_self",
+            "peak_rss_bytes",
+        ] {
+            assert!(v.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(v["mops_median"], 3.0);
+        assert_eq!(v["index"], "btree");
+        assert_eq!(v["status"], "ok");
+    }
+}

@@ -1,0 +1,709 @@
+//! Workloads and the runner that measures them.
+//!
+//! All keys and operation streams are generated before any timed region. A measurement splits
+//! its operation stream into one contiguous chunk per thread, starts the threads, lines them up
+//! on a barrier and times only the parallel region (from the first thread leaving the barrier to
+//! the last thread finishing its chunk).
+//!
+//! * `load`: inserts every key of the key set, in the set's order (random for `rand64` and
+//!   `email`, increasing for `mono64`), key `i` mapping to tid `i`. This is also the insert
+//!   throughput. Each repetition loads a fresh index; memory is measured here.
+//! * `lookup`: `n` uniformly random lookups of existing keys; every one must hit with the right
+//!   tid.
+//! * `scan`: `n / 10` scans of `scan_len` (15) keys ascending from a random existing key (never
+//!   closer than `scan_len` keys to the end); reported in keys per second.
+//! * `delete`: removes every key in random order; every remove must hit and the index must be
+//!   empty afterwards. Each repetition deletes from a freshly loaded index.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::str::FromStr;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::alloc;
+use crate::keys::{KeySet, KeySetKind};
+use crate::peers::{BenchIndex, IndexSpec};
+
+/// The default number of keys one scan visits.
+pub const DEFAULT_SCAN_LEN: usize = 15;
+
+/// A workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Workload {
+    /// Insert every key into an empty index.
+    Load,
+    /// Uniformly random point lookups of existing keys.
+    Lookup,
+    /// Short ascending range scans from random existing keys.
+    Scan,
+    /// Remove every key in random order.
+    Delete,
+}
+
+impl Workload {
+    /// Every workload, in the order a run performs them.
+    pub const ALL: &'static [Workload] = &[
+        Workload::Load,
+        Workload::Lookup,
+        Workload::Scan,
+        Workload::Delete,
+    ];
+
+    /// The workload's CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Load => "load",
+            Workload::Lookup => "lookup",
+            Workload::Scan => "scan",
+            Workload::Delete => "delete",
+        }
+    }
+
+    /// What the throughput counts: operations, or keys for scans.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Workload::Scan => "keys",
+            Workload::Load | Workload::Lookup | Workload::Delete => "ops",
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Workload {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Workload::ALL
+            .iter()
+            .copied()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
+                format!("unknown workload {s:?} (known: {})", names.join(", "))
+            })
+    }
+}
+
+/// The operation streams of one key set, generated once and shared by every index.
+#[derive(Debug, Clone)]
+pub struct OpStreams {
+    /// Key positions in load order: `0..n`.
+    pub load: Vec<u32>,
+    /// Key positions to look up, uniformly random.
+    pub lookups: Vec<u32>,
+    /// Key positions to start scans at: uniformly random over the sorted keys, leaving at least
+    /// `scan_len` keys from each start to the end.
+    pub scan_starts: Vec<u32>,
+    /// Keys per scan.
+    pub scan_len: usize,
+    /// Key positions in delete order: a random permutation of `0..n`.
+    pub deletes: Vec<u32>,
+    /// Key positions sorted by key.
+    pub sorted: Vec<u32>,
+}
+
+impl OpStreams {
+    /// Generates the streams for `keys` from `seed`.
+    ///
+    /// # Panics
+    ///
+    /// If the key set has fewer than `scan_len` keys or more than `u32::MAX`.
+    pub fn generate(keys: &KeySet, scan_len: usize, seed: u64) -> Self {
+        let n = keys.len();
+        assert!(
+            scan_len >= 1 && n >= scan_len,
+            "need at least {scan_len} keys, have {n}"
+        );
+        let n32 = u32::try_from(n).expect("key sets are limited to 2^32 keys");
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x6f70_7374_7265_616d);
+        let sorted = keys.sorted_order();
+        let load: Vec<u32> = (0..n32).collect();
+        let lookups: Vec<u32> = (0..n).map(|_| rng.gen_range(0..n32)).collect();
+        let last_start = n - scan_len;
+        let scan_starts: Vec<u32> = (0..(n / 10).max(1))
+            .map(|_| sorted[rng.gen_range(0..=last_start)])
+            .collect();
+        let mut deletes = load.clone();
+        deletes.shuffle(&mut rng);
+        Self {
+            load,
+            lookups,
+            scan_starts,
+            scan_len,
+            deletes,
+            sorted,
+        }
+    }
+}
+
+/// What a run measures.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The indexes, in report order.
+    pub indexes: Vec<IndexSpec>,
+    /// The key sets, in report order.
+    pub keysets: Vec<KeySetKind>,
+    /// Keys per key set.
+    pub n: usize,
+    /// The workloads (run in [`Workload::ALL`] order whatever the order given).
+    pub workloads: Vec<Workload>,
+    /// The thread counts.
+    pub threads: Vec<usize>,
+    /// Repetitions of each measurement.
+    pub repeat: usize,
+    /// Seed of the key sets and operation streams.
+    pub seed: u64,
+    /// Keys per scan.
+    pub scan_len: usize,
+}
+
+/// How a row ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// Measured; results checked.
+    Ok,
+    /// Not run, and why.
+    Skipped(String),
+    /// Run, but the results were wrong (or the index failed): what went wrong.
+    Failed(String),
+}
+
+/// One row of the report: an index on a key set under a workload at a thread count.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// The index's name.
+    pub index: String,
+    /// The key set.
+    pub keys: KeySetKind,
+    /// Keys in the key set.
+    pub n: usize,
+    /// The workload.
+    pub workload: Workload,
+    /// Threads.
+    pub threads: usize,
+    /// Operations (keys, for scans) per repetition.
+    pub ops: u64,
+    /// Throughput of each repetition, in millions of operations (keys, for scans) per second.
+    pub mops: Vec<f64>,
+    /// Bytes allocated by the loaded index per key, from the counting allocator.
+    pub bytes_per_key_alloc: Option<f64>,
+    /// Bytes per key the index reports itself holding.
+    pub bytes_per_key_self: Option<f64>,
+    /// Peak RSS of the process while this index ran on this key set at this thread count: the
+    /// peak is reset before each such group (after returning free heap to the system) where the
+    /// system allows. It includes the key set, the operation streams and whatever heap the
+    /// allocator kept from earlier groups.
+    pub peak_rss_bytes: Option<u64>,
+    /// How the row ended.
+    pub status: Status,
+}
+
+/// Prints a note on stderr without tearing the progress bar.
+fn note(progress: &ProgressBar, message: &str) {
+    if progress.is_hidden() {
+        eprintln!("{message}");
+    } else {
+        progress.println(message);
+    }
+}
+
+/// The number of timed measurements a run makes (for the progress bar).
+pub fn planned_measurements(cfg: &RunConfig) -> u64 {
+    (cfg.indexes.len() * cfg.keysets.len() * cfg.threads.len() * cfg.workloads.len() * cfg.repeat)
+        as u64
+}
+
+/// Runs everything `cfg` asks for: per key set, generates keys and operation streams, then
+/// measures each index at each thread count. Returns one [`Measurement`] per index, key set,
+/// workload and thread count.
+pub fn run_suite(cfg: &RunConfig, progress: &ProgressBar) -> Vec<Measurement> {
+    let mut rows = Vec::new();
+    for &kind in &cfg.keysets {
+        note(
+            progress,
+            &format!("generating {} keys of {kind} (seed {})", cfg.n, cfg.seed),
+        );
+        let keys = kind.generate(cfg.n, cfg.seed);
+        let ops = OpStreams::generate(&keys, cfg.scan_len, cfg.seed);
+        note(
+            progress,
+            &format!("{kind}: average key length {:.1} bytes", keys.avg_key_len()),
+        );
+        for &spec in &cfg.indexes {
+            for &threads in &cfg.threads {
+                rows.extend(run_group(spec, &keys, &ops, threads, cfg, progress));
+            }
+        }
+    }
+    rows
+}
+
+/// Measures one index on one key set at one thread count, every workload of `cfg`.
+pub fn run_group(
+    spec: IndexSpec,
+    keys: &KeySet,
+    ops: &OpStreams,
+    threads: usize,
+    cfg: &RunConfig,
+    progress: &ProgressBar,
+) -> Vec<Measurement> {
+    let mut workloads = cfg.workloads.clone();
+    workloads.sort();
+    workloads.dedup();
+    let row = |workload: Workload, status: Status| Measurement {
+        index: spec.name().to_string(),
+        keys: keys.kind,
+        n: keys.len(),
+        workload,
+        threads,
+        ops: workload_ops(workload, ops),
+        mops: Vec::new(),
+        bytes_per_key_alloc: None,
+        bytes_per_key_self: None,
+        peak_rss_bytes: None,
+        status,
+    };
+    let skip_all = |reason: String| -> Vec<Measurement> {
+        progress.inc((workloads.len() * cfg.repeat) as u64);
+        workloads
+            .iter()
+            .map(|&w| row(w, Status::Skipped(reason.clone())))
+            .collect()
+    };
+
+    let probe = match spec.build(keys.width()) {
+        Ok(index) => index,
+        Err(reason) => return skip_all(reason),
+    };
+    if let Err(reason) = probe.supports(keys.kind) {
+        return skip_all(reason);
+    }
+    if threads == 0 {
+        return skip_all("0 threads".to_string());
+    }
+    if threads > 1 && !probe.concurrent() {
+        return skip_all(format!("{} is single-threaded", spec.name()));
+    }
+    let bulk = probe.loads_in_bulk();
+    let workload_support: Vec<Result<(), String>> = workloads
+        .iter()
+        .map(|&w| probe.supports_workload(w))
+        .collect();
+    drop(probe);
+
+    settle_deferred_frees();
+    alloc::release_free_memory();
+    alloc::reset_peak_rss();
+    let group_start_bytes = alloc::current();
+    let mut group = Group {
+        spec,
+        keys,
+        ops,
+        threads,
+        loaded: None,
+        mem_alloc: Vec::new(),
+        mem_self: Vec::new(),
+    };
+    let mut rows = Vec::new();
+    for (&workload, support) in workloads.iter().zip(workload_support) {
+        progress.set_message(format!(
+            "{} {} {workload} x{threads}",
+            spec.name(),
+            keys.kind
+        ));
+        let mut m = row(workload, Status::Ok);
+        if let Err(reason) = support {
+            m.status = Status::Skipped(reason);
+            progress.inc(cfg.repeat as u64);
+            rows.push(m);
+            continue;
+        }
+        if workload == Workload::Load && bulk && threads > 1 {
+            m.status = Status::Skipped("bulk load is single-threaded".to_string());
+            progress.inc(cfg.repeat as u64);
+            rows.push(m);
+            continue;
+        }
+        for _ in 0..cfg.repeat {
+            // A panicking index (an adapter or the index itself) fails this row, not the run.
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| group.measure(workload)))
+                .unwrap_or_else(|payload| {
+                    let _ = panic::catch_unwind(AssertUnwindSafe(|| group.loaded = None));
+                    Err(format!("panicked: {}", panic_message(payload.as_ref())))
+                });
+            match outcome {
+                Ok(secs) => m.mops.push(m.ops as f64 / secs / 1e6),
+                Err(problem) => {
+                    note(
+                        progress,
+                        &format!(
+                            "FAILED {} {} {workload} x{threads}: {problem}",
+                            spec.name(),
+                            keys.kind
+                        ),
+                    );
+                    m.status = Status::Failed(problem);
+                    break;
+                }
+            }
+            progress.inc(1);
+        }
+        rows.push(m);
+    }
+    group.loaded = None;
+    settle_deferred_frees();
+    let retained = alloc::current().saturating_sub(group_start_bytes);
+    if alloc::installed() && retained > keys.len() {
+        note(
+            progress,
+            &format!(
+                "note: {} on {} x{threads} left {:.1} MiB allocated after its indexes were dropped \
+                 ({:.1} B/key: memory the index never freed)",
+                spec.name(),
+                keys.kind,
+                retained as f64 / (1024.0 * 1024.0),
+                retained as f64 / keys.len() as f64
+            ),
+        );
+    }
+    let n = keys.len() as f64;
+    let alloc_per_key = median(&group.mem_alloc).map(|b| b / n);
+    let self_per_key = median(&group.mem_self).map(|b| b / n);
+    let peak_rss = alloc::peak_rss_bytes();
+    for m in &mut rows {
+        if matches!(m.status, Status::Skipped(_)) {
+            continue;
+        }
+        m.bytes_per_key_alloc = alloc_per_key;
+        m.bytes_per_key_self = self_per_key;
+        m.peak_rss_bytes = peak_rss;
+    }
+    rows
+}
+
+/// The message of a panic payload.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+fn workload_ops(workload: Workload, ops: &OpStreams) -> u64 {
+    match workload {
+        Workload::Load => ops.load.len() as u64,
+        Workload::Lookup => ops.lookups.len() as u64,
+        Workload::Scan => (ops.scan_starts.len() * ops.scan_len) as u64,
+        Workload::Delete => ops.deletes.len() as u64,
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    Some(if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    })
+}
+
+/// The state of one index × key set × thread count while its workloads run.
+struct Group<'a> {
+    spec: IndexSpec,
+    keys: &'a KeySet,
+    ops: &'a OpStreams,
+    threads: usize,
+    /// The index loaded with every key, if there is one.
+    loaded: Option<Box<dyn BenchIndex>>,
+    /// Allocated bytes of each load.
+    mem_alloc: Vec<f64>,
+    /// Self-reported bytes of each load.
+    mem_self: Vec<f64>,
+}
+
+impl Group<'_> {
+    /// Runs one repetition of `workload` and returns its timed seconds, or what went wrong.
+    fn measure(&mut self, workload: Workload) -> Result<f64, String> {
+        match workload {
+            Workload::Load => {
+                let (index, secs) = self.load()?;
+                self.loaded = Some(index);
+                Ok(secs)
+            }
+            Workload::Lookup => {
+                let (keys, ops, threads) = (self.keys, self.ops, self.threads);
+                lookup(self.ensure_loaded()?, keys, &ops.lookups, threads)
+            }
+            Workload::Scan => {
+                let (keys, ops, threads) = (self.keys, self.ops, self.threads);
+                scan(self.ensure_loaded()?, keys, ops, threads)
+            }
+            Workload::Delete => {
+                self.ensure_loaded()?;
+                let index = self.loaded.take().expect("just loaded");
+                let secs = delete(index.as_ref(), self.keys, self.ops, self.threads);
+                drop(index);
+                secs
+            }
+        }
+    }
+
+    /// The loaded index, loading one (untimed) if there is none.
+    fn ensure_loaded(&mut self) -> Result<&dyn BenchIndex, String> {
+        if self.loaded.is_none() {
+            let (index, _) = self.load()?;
+            self.loaded = Some(index);
+        }
+        Ok(self.loaded.as_deref().expect("just loaded"))
+    }
+
+    /// Builds and loads a fresh index, recording its memory; returns it with the timed seconds.
+    fn load(&mut self) -> Result<(Box<dyn BenchIndex>, f64), String> {
+        // Free the previous copy first so that its memory is not counted twice, and let the
+        // frees that earlier indexes deferred to their epoch collectors happen now rather than
+        // during this load.
+        self.loaded = None;
+        settle_deferred_frees();
+        let before = alloc::current();
+        let mut index = self.spec.build(self.keys.width())?;
+        let secs = if index.loads_in_bulk() {
+            let start = Instant::now();
+            index.bulk_load(self.keys)?;
+            start.elapsed().as_secs_f64()
+        } else {
+            let shared: &dyn BenchIndex = index.as_ref();
+            let keys = self.keys;
+            let (elapsed, _) = run_parallel(&self.ops.load, self.threads, |chunk| {
+                for &i in chunk {
+                    shared.insert(keys.key(i as usize), u64::from(i));
+                }
+                0
+            });
+            elapsed.as_secs_f64()
+        };
+        // Nodes the load retired (split, replaced) are freed now, so both figures below count
+        // what the loaded index holds.
+        settle_deferred_frees();
+        if alloc::installed() {
+            let after = alloc::current();
+            self.mem_alloc.push(after.saturating_sub(before) as f64);
+        }
+        if let Some(bytes) = index.self_reported_bytes() {
+            self.mem_self.push(bytes as f64);
+        }
+        Ok((index, secs))
+    }
+}
+
+/// Lets the frees that epoch-based indexes deferred happen now, before a memory reading.
+///
+/// elastree, bplustree, ferntree, congee and crossbeam-skiplist all retire memory through
+/// crossbeam-epoch's default collector, which frees a retired object only once the global epoch
+/// has advanced past it; garbage of threads that have exited waits in a global queue that each
+/// collection drains a few bags at a time. Pinning and flushing from this (otherwise idle)
+/// thread advances the epoch and drains the queue; it stops once a round frees nothing more.
+/// (`scc::TreeIndex` uses a collector private to the index, released when the index is
+/// dropped.)
+pub fn settle_deferred_frees() {
+    const ROUNDS: usize = 1_000;
+    const FLUSHES_PER_ROUND: usize = 64;
+    let mut last = alloc::current();
+    for _ in 0..ROUNDS {
+        for _ in 0..FLUSHES_PER_ROUND {
+            crossbeam_epoch::pin().flush();
+        }
+        let now = alloc::current();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+}
+
+/// Runs `work` on `threads` threads, each on one contiguous chunk of `ops`, and times the
+/// parallel region only: the threads line up on a barrier, each reads the clock when it leaves
+/// the barrier and when it finishes, and the region runs from the earliest start to the latest
+/// finish (the monotonic clock is shared by all threads). Returns the elapsed time and the sum
+/// of what the threads returned.
+pub fn run_parallel<F>(ops: &[u32], threads: usize, work: F) -> (Duration, u64)
+where
+    F: Fn(&[u32]) -> u64 + Sync,
+{
+    let threads = threads.max(1);
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let chunk = &ops[t * ops.len() / threads..(t + 1) * ops.len() / threads];
+                let barrier = &barrier;
+                let work = &work;
+                scope.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    let result = work(chunk);
+                    (start, Instant::now(), result)
+                })
+            })
+            .collect();
+        let mut first_start: Option<Instant> = None;
+        let mut last_end: Option<Instant> = None;
+        let mut total = 0u64;
+        for handle in handles {
+            let (start, end, result) = handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            first_start = Some(first_start.map_or(start, |s| s.min(start)));
+            last_end = Some(last_end.map_or(end, |e| e.max(end)));
+            total += result;
+        }
+        let elapsed = match (first_start, last_end) {
+            (Some(start), Some(end)) => end.duration_since(start),
+            _ => Duration::ZERO,
+        };
+        (elapsed, total)
+    })
+}
+
+fn lookup(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    lookups: &[u32],
+    threads: usize,
+) -> Result<f64, String> {
+    let (elapsed, hits) = run_parallel(lookups, threads, |chunk| {
+        let mut hits = 0u64;
+        for &i in chunk {
+            if index.get(keys.key(i as usize)) == Some(u64::from(i)) {
+                hits += 1;
+            }
+        }
+        hits
+    });
+    if hits != lookups.len() as u64 {
+        return Err(format!(
+            "{} of {} lookups of existing keys missed or returned a wrong tid",
+            lookups.len() as u64 - hits,
+            lookups.len()
+        ));
+    }
+    Ok(elapsed.as_secs_f64())
+}
+
+fn scan(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    ops: &OpStreams,
+    threads: usize,
+) -> Result<f64, String> {
+    let scan_len = ops.scan_len;
+    let (elapsed, visited) = run_parallel(&ops.scan_starts, threads, |chunk| {
+        let mut visited = 0u64;
+        let mut checksum = 0u64;
+        for &i in chunk {
+            let got = index.scan(keys.key(i as usize), scan_len, &mut |_, tid| {
+                checksum = checksum.wrapping_add(tid);
+            });
+            // Every start leaves at least `scan_len` keys to the end.
+            if got == scan_len {
+                visited += got as u64;
+            }
+        }
+        std::hint::black_box(checksum);
+        visited
+    });
+    let expected = (ops.scan_starts.len() * scan_len) as u64;
+    if visited != expected {
+        return Err(format!("scans visited {visited} keys, expected {expected}"));
+    }
+    Ok(elapsed.as_secs_f64())
+}
+
+fn delete(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    ops: &OpStreams,
+    threads: usize,
+) -> Result<f64, String> {
+    let (elapsed, removed) = run_parallel(&ops.deletes, threads, |chunk| {
+        let mut removed = 0u64;
+        for &i in chunk {
+            if index.remove(keys.key(i as usize)) {
+                removed += 1;
+            }
+        }
+        removed
+    });
+    if removed != ops.deletes.len() as u64 {
+        return Err(format!("{removed} of {} removes hit", ops.deletes.len()));
+    }
+    // Nothing may remain: a scan from the smallest key finds nothing.
+    let smallest = keys.key(ops.sorted[0] as usize);
+    let left = index.scan(smallest, 1, &mut |_, _| {});
+    if left != 0 {
+        return Err("the index is not empty after deleting every key".to_string());
+    }
+    Ok(elapsed.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn run_parallel_covers_every_op_once() {
+        let ops: Vec<u32> = (0..1001).collect();
+        for threads in 1..=4 {
+            let (_, sum) = run_parallel(&ops, threads, |chunk| {
+                chunk.iter().map(|&x| u64::from(x)).sum()
+            });
+            assert_eq!(sum, 1000 * 1001 / 2);
+        }
+    }
+
+    #[test]
+    fn op_streams_are_in_range() {
+        let keys = KeySetKind::Rand64.generate(1000, 7);
+        let ops = OpStreams::generate(&keys, 15, 7);
+        assert_eq!(ops.load.len(), 1000);
+        assert!(ops.lookups.iter().all(|&i| i < 1000));
+        let mut deletes = ops.deletes.clone();
+        deletes.sort_unstable();
+        assert_eq!(deletes, ops.load);
+        // Scan starts leave at least 15 keys to the end of the sorted order.
+        let rank: std::collections::HashMap<u32, usize> = ops
+            .sorted
+            .iter()
+            .enumerate()
+            .map(|(r, &i)| (i, r))
+            .collect();
+        assert!(ops.scan_starts.iter().all(|i| rank[i] + 15 <= 1000));
+    }
+}

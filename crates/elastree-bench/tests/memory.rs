@@ -1,0 +1,63 @@
+//! Memory figures: the counting allocator sees what a loaded index holds, and a dropped index
+//! gives it all back (the bplustree and ferntree adapters empty their trees before dropping
+//! them, because those crates free no nodes on drop).
+//!
+//! One test in its own binary, so no other test allocates while it measures.
+
+use elastree_bench::alloc::{self, CountingAlloc};
+use elastree_bench::keys::KeySetKind;
+use elastree_bench::peers::IndexSpec;
+use elastree_bench::workload::settle_deferred_frees;
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+const N: usize = 20_000;
+
+#[test]
+fn loaded_indexes_hold_memory_and_dropped_ones_free_it() {
+    assert!(alloc::installed());
+    for &kind in KeySetKind::ALL {
+        let keys = kind.generate(N, 3);
+        for spec in IndexSpec::all() {
+            let ctx = format!("{spec} on {kind}");
+            settle_deferred_frees();
+            let before = alloc::current();
+            let mut index = spec.build(keys.width()).expect("builds");
+            if index.supports(kind).is_err() {
+                continue;
+            }
+            if index.loads_in_bulk() {
+                index.bulk_load(&keys).expect("bulk load");
+            } else {
+                for i in 0..N {
+                    index.insert(keys.key(i), i as u64);
+                }
+            }
+            settle_deferred_frees();
+            let held = alloc::current().saturating_sub(before);
+            // At least the tids, and for byte-string keys the key bytes, must be somewhere.
+            let floor = N * 8
+                + if kind == KeySetKind::Email {
+                    N * 20
+                } else {
+                    N * 8
+                };
+            assert!(held >= floor, "{ctx}: holds only {held} bytes");
+            if let Some(own) = index.self_reported_bytes() {
+                let diff = own.abs_diff(held);
+                assert!(
+                    diff <= held / 10 + 4096,
+                    "{ctx}: reports {own} bytes, allocated {held}"
+                );
+            }
+            drop(index);
+            settle_deferred_frees();
+            let left = alloc::current().saturating_sub(before);
+            assert!(
+                left <= 64 * 1024,
+                "{ctx}: {left} bytes still allocated after drop"
+            );
+        }
+    }
+}
