@@ -3,7 +3,7 @@
 //!
 //! The binary installs it with
 //!
-//! ```ignore
+//! ```text
 //! #[global_allocator]
 //! static ALLOC: elastree_bench::alloc::CountingAlloc = elastree_bench::alloc::CountingAlloc;
 //! ```

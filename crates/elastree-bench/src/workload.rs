@@ -226,8 +226,12 @@ pub fn planned_measurements(cfg: &RunConfig) -> u64 {
 }
 
 /// Runs everything `cfg` asks for: per key set, generates keys and operation streams, then
-/// measures each index at each thread count. Returns one [`Measurement`] per index, key set,
+/// measures every index at each thread count. Returns one [`Measurement`] per index, key set,
 /// workload and thread count.
+///
+/// Repetitions are interleaved: each repetition runs one *pass* per index (load, lookup, scan,
+/// delete on one freshly loaded copy), index after index, so a slow spell of this shared
+/// machine lands on every index alike instead of on whichever index ran during it.
 pub fn run_suite(cfg: &RunConfig, progress: &ProgressBar) -> Vec<Measurement> {
     let mut rows = Vec::new();
     for &kind in &cfg.keysets {
@@ -241,102 +245,135 @@ pub fn run_suite(cfg: &RunConfig, progress: &ProgressBar) -> Vec<Measurement> {
             progress,
             &format!("{kind}: average key length {:.1} bytes", keys.avg_key_len()),
         );
-        for &spec in &cfg.indexes {
-            for &threads in &cfg.threads {
-                rows.extend(run_group(spec, &keys, &ops, threads, cfg, progress));
+        for &threads in &cfg.threads {
+            let mut groups: Vec<GroupRun<'_>> = cfg
+                .indexes
+                .iter()
+                .map(|&spec| GroupRun::new(spec, &keys, &ops, threads, cfg, progress))
+                .collect();
+            for _ in 0..cfg.repeat {
+                for group in &mut groups {
+                    group.pass(progress);
+                }
             }
+            rows.extend(groups.into_iter().flat_map(|g| g.finish(progress)));
         }
     }
     rows
 }
 
-/// Measures one index on one key set at one thread count, every workload of `cfg`.
-pub fn run_group(
-    spec: IndexSpec,
-    keys: &KeySet,
-    ops: &OpStreams,
-    threads: usize,
-    cfg: &RunConfig,
-    progress: &ProgressBar,
-) -> Vec<Measurement> {
-    let mut workloads = cfg.workloads.clone();
-    workloads.sort();
-    workloads.dedup();
-    let row = |workload: Workload, status: Status| Measurement {
-        index: spec.name().to_string(),
-        keys: keys.kind,
-        n: keys.len(),
-        workload,
-        threads,
-        ops: workload_ops(workload, ops),
-        mops: Vec::new(),
-        bytes_per_key_alloc: None,
-        bytes_per_key_self: None,
-        peak_rss_bytes: None,
-        status,
-    };
-    let skip_all = |reason: String| -> Vec<Measurement> {
-        progress.inc((workloads.len() * cfg.repeat) as u64);
-        workloads
+/// The measurements of one index on one key set at one thread count, built up pass by pass.
+struct GroupRun<'a> {
+    group: Group<'a>,
+    /// One row per workload, in [`Workload::ALL`] order.
+    rows: Vec<Measurement>,
+    /// Whether any workload runs at all.
+    active: bool,
+    /// Allocated bytes before the first pass (to detect memory an index never frees).
+    start_bytes: usize,
+    /// The highest peak RSS of any pass.
+    peak_rss: Option<u64>,
+}
+
+impl<'a> GroupRun<'a> {
+    /// Checks what this index supports and prepares its rows.
+    fn new(
+        spec: IndexSpec,
+        keys: &'a KeySet,
+        ops: &'a OpStreams,
+        threads: usize,
+        cfg: &RunConfig,
+        progress: &ProgressBar,
+    ) -> Self {
+        let mut workloads = cfg.workloads.clone();
+        workloads.sort();
+        workloads.dedup();
+        let row = |workload: Workload, status: Status| Measurement {
+            index: spec.name().to_string(),
+            keys: keys.kind,
+            n: keys.len(),
+            workload,
+            threads,
+            ops: workload_ops(workload, ops),
+            mops: Vec::new(),
+            bytes_per_key_alloc: None,
+            bytes_per_key_self: None,
+            peak_rss_bytes: None,
+            status,
+        };
+        // Each workload's status, or the reason the index cannot run here at all.
+        let support = || -> Result<Vec<Status>, String> {
+            let probe = spec.build(keys.width())?;
+            probe.supports(keys.kind)?;
+            if threads == 0 {
+                return Err("0 threads".to_string());
+            }
+            if threads > 1 && !probe.concurrent() {
+                return Err(format!("{} is single-threaded", spec.name()));
+            }
+            let bulk = probe.loads_in_bulk();
+            Ok(workloads
+                .iter()
+                .map(|&w| match probe.supports_workload(w) {
+                    Err(reason) => Status::Skipped(reason),
+                    Ok(()) if w == Workload::Load && bulk && threads > 1 => {
+                        Status::Skipped("bulk load is single-threaded".to_string())
+                    }
+                    Ok(()) => Status::Ok,
+                })
+                .collect())
+        };
+        let statuses =
+            support().unwrap_or_else(|reason| vec![Status::Skipped(reason); workloads.len()]);
+        let skipped = statuses
             .iter()
-            .map(|&w| row(w, Status::Skipped(reason.clone())))
-            .collect()
-    };
-
-    let probe = match spec.build(keys.width()) {
-        Ok(index) => index,
-        Err(reason) => return skip_all(reason),
-    };
-    if let Err(reason) = probe.supports(keys.kind) {
-        return skip_all(reason);
-    }
-    if threads == 0 {
-        return skip_all("0 threads".to_string());
-    }
-    if threads > 1 && !probe.concurrent() {
-        return skip_all(format!("{} is single-threaded", spec.name()));
-    }
-    let bulk = probe.loads_in_bulk();
-    let workload_support: Vec<Result<(), String>> = workloads
-        .iter()
-        .map(|&w| probe.supports_workload(w))
-        .collect();
-    drop(probe);
-
-    settle_deferred_frees();
-    alloc::release_free_memory();
-    alloc::reset_peak_rss();
-    let group_start_bytes = alloc::current();
-    let mut group = Group {
-        spec,
-        keys,
-        ops,
-        threads,
-        loaded: None,
-        mem_alloc: Vec::new(),
-        mem_self: Vec::new(),
-    };
-    let mut rows = Vec::new();
-    for (&workload, support) in workloads.iter().zip(workload_support) {
-        progress.set_message(format!(
-            "{} {} {workload} x{threads}",
-            spec.name(),
-            keys.kind
-        ));
-        let mut m = row(workload, Status::Ok);
-        if let Err(reason) = support {
-            m.status = Status::Skipped(reason);
-            progress.inc(cfg.repeat as u64);
-            rows.push(m);
-            continue;
+            .filter(|s| matches!(s, Status::Skipped(_)))
+            .count();
+        progress.inc((skipped * cfg.repeat) as u64);
+        let active = skipped < statuses.len();
+        let rows = workloads
+            .iter()
+            .zip(statuses)
+            .map(|(&w, status)| row(w, status))
+            .collect();
+        settle_deferred_frees();
+        Self {
+            group: Group {
+                spec,
+                keys,
+                ops,
+                threads,
+                loaded: None,
+                mem_alloc: Vec::new(),
+                mem_self: Vec::new(),
+            },
+            rows,
+            active,
+            start_bytes: alloc::current(),
+            peak_rss: None,
         }
-        if workload == Workload::Load && bulk && threads > 1 {
-            m.status = Status::Skipped("bulk load is single-threaded".to_string());
-            progress.inc(cfg.repeat as u64);
-            rows.push(m);
-            continue;
+    }
+
+    /// One repetition of every workload still running, on one freshly loaded index.
+    fn pass(&mut self, progress: &ProgressBar) {
+        if !self.active {
+            return;
         }
-        for _ in 0..cfg.repeat {
+        settle_deferred_frees();
+        alloc::release_free_memory();
+        alloc::reset_peak_rss();
+        let (name, kind, threads) = (
+            self.group.spec.name(),
+            self.group.keys.kind,
+            self.group.threads,
+        );
+        for m in &mut self.rows {
+            if m.status != Status::Ok {
+                continue;
+            }
+            let workload = m.workload;
+            progress.set_message(format!("{name} {kind} {workload} x{threads}"));
+            let group = &mut self.group;
             // A panicking index (an adapter or the index itself) fails this row, not the run.
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| group.measure(workload)))
                 .unwrap_or_else(|payload| {
@@ -348,49 +385,50 @@ pub fn run_group(
                 Err(problem) => {
                     note(
                         progress,
-                        &format!(
-                            "FAILED {} {} {workload} x{threads}: {problem}",
-                            spec.name(),
-                            keys.kind
-                        ),
+                        &format!("FAILED {name} {kind} {workload} x{threads}: {problem}"),
                     );
                     m.status = Status::Failed(problem);
-                    break;
                 }
             }
             progress.inc(1);
         }
-        rows.push(m);
+        // Free this copy before the next index's pass.
+        self.group.loaded = None;
+        self.peak_rss = self.peak_rss.max(alloc::peak_rss_bytes());
     }
-    group.loaded = None;
-    settle_deferred_frees();
-    let retained = alloc::current().saturating_sub(group_start_bytes);
-    if alloc::installed() && retained > keys.len() {
-        note(
-            progress,
-            &format!(
-                "note: {} on {} x{threads} left {:.1} MiB allocated after its indexes were dropped \
-                 ({:.1} B/key: memory the index never freed)",
-                spec.name(),
-                keys.kind,
-                retained as f64 / (1024.0 * 1024.0),
-                retained as f64 / keys.len() as f64
-            ),
-        );
-    }
-    let n = keys.len() as f64;
-    let alloc_per_key = median(&group.mem_alloc).map(|b| b / n);
-    let self_per_key = median(&group.mem_self).map(|b| b / n);
-    let peak_rss = alloc::peak_rss_bytes();
-    for m in &mut rows {
-        if matches!(m.status, Status::Skipped(_)) {
-            continue;
+
+    /// The finished rows, with memory figures; notes memory the index never freed.
+    fn finish(mut self, progress: &ProgressBar) -> Vec<Measurement> {
+        self.group.loaded = None;
+        settle_deferred_frees();
+        let (keys, threads) = (self.group.keys, self.group.threads);
+        let retained = alloc::current().saturating_sub(self.start_bytes);
+        if self.active && alloc::installed() && retained > keys.len() {
+            note(
+                progress,
+                &format!(
+                    "note: {} on {} x{threads} left {:.1} MiB allocated after its indexes were \
+                     dropped ({:.1} B/key: memory the index never freed)",
+                    self.group.spec.name(),
+                    keys.kind,
+                    retained as f64 / (1024.0 * 1024.0),
+                    retained as f64 / keys.len() as f64
+                ),
+            );
         }
-        m.bytes_per_key_alloc = alloc_per_key;
-        m.bytes_per_key_self = self_per_key;
-        m.peak_rss_bytes = peak_rss;
+        let n = keys.len() as f64;
+        let alloc_per_key = median(&self.group.mem_alloc).map(|b| b / n);
+        let self_per_key = median(&self.group.mem_self).map(|b| b / n);
+        for m in &mut self.rows {
+            if matches!(m.status, Status::Skipped(_)) {
+                continue;
+            }
+            m.bytes_per_key_alloc = alloc_per_key;
+            m.bytes_per_key_self = self_per_key;
+            m.peak_rss_bytes = self.peak_rss;
+        }
+        self.rows
     }
-    rows
 }
 
 /// The message of a panic payload.
