@@ -223,6 +223,27 @@ impl KeySet {
         }
     }
 
+    /// The keys at `positions`, in that order: an operation stream with its keys laid out
+    /// in the order the operations read them, so a timed loop reads its keys sequentially
+    /// instead of paying a cache miss per operation to fetch the key from a random position.
+    pub fn gather(&self, positions: &[u32]) -> KeySet {
+        let data = match &self.data {
+            KeyData::U64(v) => KeyData::U64(positions.iter().map(|&i| v[i as usize]).collect()),
+            KeyData::Var(v) => {
+                let bytes = positions.iter().map(|&i| v.get(i as usize).len()).sum();
+                let mut out = VarKeys::with_capacity(positions.len(), bytes);
+                for &i in positions {
+                    out.push(v.get(i as usize));
+                }
+                KeyData::Var(out)
+            }
+        };
+        KeySet {
+            kind: self.kind,
+            data,
+        }
+    }
+
     /// The key indexes (positions in load order) sorted by key, in the byte order every index
     /// uses. Computed outside timed regions, for choosing scan start keys and checking scans.
     pub fn sorted_order(&self) -> Vec<u32> {

@@ -110,6 +110,12 @@ pub struct OpStreams {
     pub scan_len: usize,
     /// Key positions in delete order: a random permutation of `0..n`.
     pub deletes: Vec<u32>,
+    /// The keys of `lookups`, in lookup order (see [`KeySet::gather`]).
+    pub lookup_keys: KeySet,
+    /// The keys of `scan_starts`, in scan order.
+    pub scan_keys: KeySet,
+    /// The keys of `deletes`, in delete order.
+    pub delete_keys: KeySet,
     /// Key positions sorted by key.
     pub sorted: Vec<u32>,
 }
@@ -138,6 +144,9 @@ impl OpStreams {
         let mut deletes = load.clone();
         deletes.shuffle(&mut rng);
         Self {
+            lookup_keys: keys.gather(&lookups),
+            scan_keys: keys.gather(&scan_starts),
+            delete_keys: keys.gather(&deletes),
             load,
             lookups,
             scan_starts,
@@ -490,12 +499,17 @@ impl Group<'_> {
                 Ok(secs)
             }
             Workload::Lookup => {
-                let (keys, ops, threads) = (self.keys, self.ops, self.threads);
-                lookup(self.ensure_loaded()?, keys, &ops.lookups, threads)
+                let (ops, threads) = (self.ops, self.threads);
+                lookup(
+                    self.ensure_loaded()?,
+                    &ops.lookup_keys,
+                    &ops.lookups,
+                    threads,
+                )
             }
             Workload::Scan => {
-                let (keys, ops, threads) = (self.keys, self.ops, self.threads);
-                scan(self.ensure_loaded()?, keys, ops, threads)
+                let (ops, threads) = (self.ops, self.threads);
+                scan(self.ensure_loaded()?, ops, threads)
             }
             Workload::Delete => {
                 self.ensure_loaded()?;
@@ -532,7 +546,7 @@ impl Group<'_> {
         } else {
             let shared: &dyn BenchIndex = index.as_ref();
             let keys = self.keys;
-            let (elapsed, _) = run_parallel(&self.ops.load, self.threads, |chunk| {
+            let (elapsed, _) = run_parallel(&self.ops.load, self.threads, |_, chunk| {
                 for &i in chunk {
                     shared.insert(keys.key(i as usize), u64::from(i));
                 }
@@ -579,27 +593,28 @@ pub fn settle_deferred_frees() {
     }
 }
 
-/// Runs `work` on `threads` threads, each on one contiguous chunk of `ops`, and times the
-/// parallel region only: the threads line up on a barrier, each reads the clock when it leaves
+/// Runs `work` on `threads` threads, each on one contiguous chunk of `ops` (given with the
+/// position of its first op in `ops`), and times the parallel region only: the threads line up on a barrier, each reads the clock when it leaves
 /// the barrier and when it finishes, and the region runs from the earliest start to the latest
 /// finish (the monotonic clock is shared by all threads). Returns the elapsed time and the sum
 /// of what the threads returned.
 pub fn run_parallel<F>(ops: &[u32], threads: usize, work: F) -> (Duration, u64)
 where
-    F: Fn(&[u32]) -> u64 + Sync,
+    F: Fn(usize, &[u32]) -> u64 + Sync,
 {
     let threads = threads.max(1);
     let barrier = Barrier::new(threads);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let chunk = &ops[t * ops.len() / threads..(t + 1) * ops.len() / threads];
+                let first = t * ops.len() / threads;
+                let chunk = &ops[first..(t + 1) * ops.len() / threads];
                 let barrier = &barrier;
                 let work = &work;
                 scope.spawn(move || {
                     barrier.wait();
                     let start = Instant::now();
-                    let result = work(chunk);
+                    let result = work(first, chunk);
                     (start, Instant::now(), result)
                 })
             })
@@ -623,16 +638,17 @@ where
     })
 }
 
+/// `keys` are the lookups' keys in lookup order, `lookups` their positions (= tids).
 fn lookup(
     index: &dyn BenchIndex,
     keys: &KeySet,
     lookups: &[u32],
     threads: usize,
 ) -> Result<f64, String> {
-    let (elapsed, hits) = run_parallel(lookups, threads, |chunk| {
+    let (elapsed, hits) = run_parallel(lookups, threads, |first, chunk| {
         let mut hits = 0u64;
-        for &i in chunk {
-            if index.get(keys.key(i as usize)) == Some(u64::from(i)) {
+        for (j, &i) in (first..).zip(chunk) {
+            if index.get(keys.key(j)) == Some(u64::from(i)) {
                 hits += 1;
             }
         }
@@ -648,18 +664,13 @@ fn lookup(
     Ok(elapsed.as_secs_f64())
 }
 
-fn scan(
-    index: &dyn BenchIndex,
-    keys: &KeySet,
-    ops: &OpStreams,
-    threads: usize,
-) -> Result<f64, String> {
+fn scan(index: &dyn BenchIndex, ops: &OpStreams, threads: usize) -> Result<f64, String> {
     let scan_len = ops.scan_len;
-    let (elapsed, visited) = run_parallel(&ops.scan_starts, threads, |chunk| {
+    let (elapsed, visited) = run_parallel(&ops.scan_starts, threads, |first, chunk| {
         let mut visited = 0u64;
         let mut checksum = 0u64;
-        for &i in chunk {
-            let got = index.scan(keys.key(i as usize), scan_len, &mut |_, tid| {
+        for j in first..first + chunk.len() {
+            let got = index.scan(ops.scan_keys.key(j), scan_len, &mut |_, tid| {
                 checksum = checksum.wrapping_add(tid);
             });
             // Every start leaves at least `scan_len` keys to the end.
@@ -683,10 +694,10 @@ fn delete(
     ops: &OpStreams,
     threads: usize,
 ) -> Result<f64, String> {
-    let (elapsed, removed) = run_parallel(&ops.deletes, threads, |chunk| {
+    let (elapsed, removed) = run_parallel(&ops.deletes, threads, |first, chunk| {
         let mut removed = 0u64;
-        for &i in chunk {
-            if index.remove(keys.key(i as usize)) {
+        for j in first..first + chunk.len() {
+            if index.remove(ops.delete_keys.key(j)) {
                 removed += 1;
             }
         }
@@ -719,7 +730,8 @@ mod tests {
     fn run_parallel_covers_every_op_once() {
         let ops: Vec<u32> = (0..1001).collect();
         for threads in 1..=4 {
-            let (_, sum) = run_parallel(&ops, threads, |chunk| {
+            let (_, sum) = run_parallel(&ops, threads, |first, chunk| {
+                assert_eq!(u64::from(chunk[0]), first as u64);
                 chunk.iter().map(|&x| u64::from(x)).sum()
             });
             assert_eq!(sum, 1000 * 1001 / 2);

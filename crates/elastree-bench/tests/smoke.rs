@@ -22,7 +22,7 @@ fn loaded(spec: IndexSpec, keys: &KeySet, threads: usize) -> Box<dyn BenchIndex>
     } else {
         let shared: &dyn BenchIndex = index.as_ref();
         let order: Vec<u32> = (0..keys.len() as u32).collect();
-        workload::run_parallel(&order, threads, |chunk| {
+        workload::run_parallel(&order, threads, |_, chunk| {
             for &i in chunk {
                 shared.insert(keys.key(i as usize), u64::from(i));
             }
@@ -119,10 +119,9 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
         return;
     }
     let shared: &dyn BenchIndex = index.as_ref();
-    let (_, removed) = workload::run_parallel(&ops.deletes, threads, |chunk| {
-        chunk
-            .iter()
-            .filter(|&&i| shared.remove(keys.key(i as usize)))
+    let (_, removed) = workload::run_parallel(&ops.deletes, threads, |first, chunk| {
+        (first..first + chunk.len())
+            .filter(|&j| shared.remove(ops.delete_keys.key(j)))
             .count() as u64
     });
     assert_eq!(removed, N as u64, "{ctx}: removes");

@@ -48,10 +48,21 @@ fn allocated() -> isize {
     ALLOCATED.load(Ordering::Relaxed)
 }
 
-/// Lets the epoch collector free retired nodes.
+/// Lets the epoch collector free retired nodes: flushes until a whole round frees nothing
+/// (garbage of exited threads drains from a global queue a few bags per collection).
 fn settle() {
-    for _ in 0..256 {
-        crossbeam_epoch::pin().flush();
+    let mut last = allocated();
+    let mut quiet_rounds = 0;
+    for _ in 0..1_000 {
+        for _ in 0..64 {
+            crossbeam_epoch::pin().flush();
+        }
+        let now = allocated();
+        quiet_rounds = if now == last { quiet_rounds + 1 } else { 0 };
+        if quiet_rounds == 4 {
+            return;
+        }
+        last = now;
     }
 }
 
@@ -106,9 +117,15 @@ fn check_kind(name: &str, builder: IndexBuilder, key: impl Fn(u64) -> Vec<u8>, n
     );
     drop(index);
     settle();
-    // Negative when garbage retired by an earlier test was freed meanwhile.
+    // A leak of the index would be megabytes here. A few KiB move with crossbeam-epoch's own
+    // bookkeeping (its global garbage queue keeps a sentinel bag node; exited threads'
+    // records are freed late), and the figure is negative when an earlier test's garbage
+    // was freed meanwhile.
     let leaked = allocated() - baseline;
-    assert!(leaked < 4096, "{name}: {leaked} bytes not freed after drop");
+    assert!(
+        leaked < 16 * 1024,
+        "{name}: {leaked} bytes not freed after drop"
+    );
 }
 
 #[test]

@@ -6,15 +6,20 @@
 //! inner capacity, chosen by level):
 //!
 //! ```text
-//! offset 0                 NodeHeader (24 bytes: lock, count, level, link)
-//! offset 24                keys:   cap x K::Cell  (u64: one AtomicU64; u128: two, hi then lo)
-//! offset 24 + cap*K::BYTES values: cap x AtomicU64 (leaf: tid; inner: child pointer)
+//! offset 0       NodeHeader (24 bytes: lock, count, level, link)
+//! offset 24      entries: cap x (key words, value word), each word an AtomicU64
+//!                  key:   u64: one word; u128: two, high then low
+//!                  value: leaf: tid; inner node: child pointer
 //! ```
 //!
-//! Invariants (when no writer holds the lock): `count <= cap`; `keys[0..count]` strictly
-//! ascending; entries at `count..cap` are meaningless. A key is stored as the big-endian
-//! integer of its bytes, so integer order equals byte order and the 8- and 16-byte fast
-//! paths compare with one or two integer comparisons.
+//! Each key sits next to its value, so the cache line where a search ends also holds the
+//! value (or child pointer) it returns; a search prefetches the node's entries up front so
+//! the lines it probes arrive in parallel.
+//!
+//! Invariants (when no writer holds the lock): `count <= cap`; the keys of entries
+//! `0..count` strictly ascending; entries at `count..cap` are meaningless. A key is stored as
+//! the big-endian integer of its bytes, so integer order equals byte order and the 8- and
+//! 16-byte fast paths compare with one or two integer comparisons.
 
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::cmp::Ordering as CmpOrdering;
@@ -97,10 +102,13 @@ const HEADER_BYTES: usize = size_of::<NodeHeader>();
 const _: () = assert!(HEADER_BYTES == 24);
 
 impl<K: FixedKey> Sorted<K> {
+    /// Words of a key.
     const WORDS: usize = K::BYTES / 8;
+    /// Words of an entry: the key, then the value.
+    const STRIDE: usize = Self::WORDS + 1;
 
     fn layout(cap: usize) -> Layout {
-        let bytes = HEADER_BYTES + cap * (K::BYTES + 8);
+        let bytes = HEADER_BYTES + cap * Self::STRIDE * 8;
         Layout::from_size_align(bytes, 8).expect("node layout")
     }
 
@@ -109,32 +117,49 @@ impl<K: FixedKey> Sorted<K> {
         config.capacity(node.level())
     }
 
-    /// The key cells and value cells of a node.
+    /// The entry words of a node and its capacity.
     #[inline]
-    fn arrays(node: &NodeHeader, cap: usize) -> (&[AtomicU64], &[AtomicU64]) {
+    fn entries<'n>(node: &'n NodeHeader, config: &SortedConfig) -> (&'n [AtomicU64], usize) {
+        let cap = Self::capacity_of(node, config);
         let base = node as *const NodeHeader as *const u8;
         // SAFETY: `node` was allocated by `alloc` with `layout(cap)` for this level's
-        // capacity, so `cap * WORDS` key words and `cap` value words follow the header,
-        // 8-byte aligned (the header is 24 bytes). The cells are atomics, so shared
-        // references to them are sound while other threads read and write them.
-        unsafe {
-            let keys = base.add(HEADER_BYTES) as *const AtomicU64;
-            let values = base.add(HEADER_BYTES + cap * K::BYTES) as *const AtomicU64;
-            (
-                std::slice::from_raw_parts(keys, cap * Self::WORDS),
-                std::slice::from_raw_parts(values, cap),
+        // capacity, so `cap * STRIDE` words follow the header, 8-byte aligned (the header is
+        // 24 bytes). The words are atomics, so shared references to them are sound while
+        // other threads read and write them.
+        let words = unsafe {
+            std::slice::from_raw_parts(
+                base.add(HEADER_BYTES) as *const AtomicU64,
+                cap * Self::STRIDE,
             )
+        };
+        (words, cap)
+    }
+
+    #[inline]
+    fn key(entries: &[AtomicU64], i: usize) -> K {
+        K::load(&entries[i * Self::STRIDE..i * Self::STRIDE + Self::WORDS])
+    }
+
+    #[inline]
+    fn value(entries: &[AtomicU64], i: usize) -> &AtomicU64 {
+        &entries[i * Self::STRIDE + Self::WORDS]
+    }
+
+    #[inline]
+    fn set_key(entries: &[AtomicU64], i: usize, key: K) {
+        K::store(
+            &entries[i * Self::STRIDE..i * Self::STRIDE + Self::WORDS],
+            key,
+        )
+    }
+
+    /// Copies entry `from` of `src` over entry `to` of `dst` (write lock held on `dst`).
+    #[inline]
+    fn copy_entry(src: &[AtomicU64], from: usize, dst: &[AtomicU64], to: usize) {
+        for w in 0..Self::STRIDE {
+            let word = src[from * Self::STRIDE + w].load(Ordering::Relaxed);
+            dst[to * Self::STRIDE + w].store(word, Ordering::Relaxed);
         }
-    }
-
-    #[inline]
-    fn key(keys: &[AtomicU64], i: usize) -> K {
-        K::load(&keys[i * Self::WORDS..(i + 1) * Self::WORDS])
-    }
-
-    #[inline]
-    fn set_key(keys: &[AtomicU64], i: usize, key: K) {
-        K::store(&keys[i * Self::WORDS..(i + 1) * Self::WORDS], key)
     }
 
     /// Count clamped to the capacity, so torn counts never index out of bounds.
@@ -192,10 +217,9 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
 
     #[inline]
     fn search(node: &NodeHeader, config: &SortedConfig, probe: K) -> SearchResult {
-        let cap = Self::capacity_of(node, config);
-        let (keys, _) = Self::arrays(node, cap);
+        let (keys, cap) = Self::entries(node, config);
         let count = Self::clamped_count(node, cap);
-        super::prefetch(&keys[..count * Self::WORDS]);
+        super::prefetch(&keys[..count * Self::STRIDE]);
         // Branchless lower bound: the loop runs a count-determined number of times and the
         // comparison selects with a conditional move, so random probes cost no mispredicts.
         let mut lo = 0;
@@ -218,23 +242,20 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
 
     #[inline]
     fn key_at(node: &NodeHeader, config: &SortedConfig, i: usize) -> K {
-        let cap = Self::capacity_of(node, config);
-        let (keys, _) = Self::arrays(node, cap);
-        Self::key(keys, i.min(cap - 1))
+        let (entries, cap) = Self::entries(node, config);
+        Self::key(entries, i.min(cap - 1))
     }
 
     #[inline]
     fn value_at(node: &NodeHeader, config: &SortedConfig, i: usize) -> u64 {
-        let cap = Self::capacity_of(node, config);
-        let (_, values) = Self::arrays(node, cap);
-        values[i.min(cap - 1)].load(Ordering::Relaxed)
+        let (entries, cap) = Self::entries(node, config);
+        Self::value(entries, i.min(cap - 1)).load(Ordering::Relaxed)
     }
 
     #[inline]
     fn set_value(node: &NodeHeader, config: &SortedConfig, i: usize, value: u64) {
-        let cap = Self::capacity_of(node, config);
-        let (_, values) = Self::arrays(node, cap);
-        values[i].store(value, Ordering::Release);
+        let (entries, _) = Self::entries(node, config);
+        Self::value(entries, i).store(value, Ordering::Release);
     }
 
     #[inline]
@@ -243,42 +264,35 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
     }
 
     fn insert_at(node: &NodeHeader, config: &SortedConfig, i: usize, key: K, value: u64) {
-        let cap = Self::capacity_of(node, config);
-        let (keys, values) = Self::arrays(node, cap);
+        let (entries, cap) = Self::entries(node, config);
         let count = node.count();
         debug_assert!(count < cap && i <= count);
         for j in (i..count).rev() {
-            Self::set_key(keys, j + 1, Self::key(keys, j));
-            values[j + 1].store(values[j].load(Ordering::Relaxed), Ordering::Relaxed);
+            Self::copy_entry(entries, j, entries, j + 1);
         }
-        Self::set_key(keys, i, key);
+        Self::set_key(entries, i, key);
         // Release: an inner node's child must be seen initialised by readers that load it.
-        values[i].store(value, Ordering::Release);
+        Self::value(entries, i).store(value, Ordering::Release);
         node.set_count(count + 1);
     }
 
     fn remove_at(node: &NodeHeader, config: &SortedConfig, i: usize) {
-        let cap = Self::capacity_of(node, config);
-        let (keys, values) = Self::arrays(node, cap);
+        let (entries, _) = Self::entries(node, config);
         let count = node.count();
         debug_assert!(i < count);
         for j in i + 1..count {
-            Self::set_key(keys, j - 1, Self::key(keys, j));
-            values[j - 1].store(values[j].load(Ordering::Relaxed), Ordering::Relaxed);
+            Self::copy_entry(entries, j, entries, j - 1);
         }
         node.set_count(count - 1);
     }
 
     fn move_tail(src: &NodeHeader, from: usize, dst: &NodeHeader, config: &SortedConfig) {
-        let cap = Self::capacity_of(src, config);
-        let (src_keys, src_values) = Self::arrays(src, cap);
-        let (dst_keys, dst_values) = Self::arrays(dst, cap);
+        let (src_entries, cap) = Self::entries(src, config);
+        let (dst_entries, _) = Self::entries(dst, config);
         let (src_count, dst_count) = (src.count(), dst.count());
         debug_assert!(from <= src_count && dst_count + src_count - from <= cap);
         for (j, i) in (from..src_count).enumerate() {
-            Self::set_key(dst_keys, dst_count + j, Self::key(src_keys, i));
-            dst_values[dst_count + j]
-                .store(src_values[i].load(Ordering::Relaxed), Ordering::Release);
+            Self::copy_entry(src_entries, i, dst_entries, dst_count + j);
         }
         dst.set_count(dst_count + src_count - from);
         src.set_count(from);
@@ -302,12 +316,11 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
     }
 
     fn check_node(node: &NodeHeader, config: &SortedConfig) -> Result<(), String> {
-        let cap = Self::capacity_of(node, config);
+        let (keys, cap) = Self::entries(node, config);
         let count = node.count();
         if count > cap {
             return Err(format!("count {count} exceeds capacity {cap}"));
         }
-        let (keys, _) = Self::arrays(node, cap);
         for i in 1..count {
             let (a, b) = (Self::key(keys, i - 1), Self::key(keys, i));
             if a >= b {
