@@ -5,15 +5,24 @@
 //! * [`workload`]: operation streams, workloads (`load`, `lookup`, `scan`, `delete`) and the
 //!   runner that times them on 1..N threads;
 //! * [`alloc`]: the counting global allocator and RSS readings for memory figures;
-//! * [`report`]: the table and the JSON lines.
+//! * [`report`]: the table, the JSON lines and the CSV file;
+//! * [`cli`]: the command line ([`cli::BenchArgs`], [`cli::run`]) of `elastree-bench` and
+//!   `elastree bench`;
+//! * [`repro`]: named experiments (`elastree repro <experiment>`) that write a Markdown
+//!   report, PNG plots and the raw rows.
 //!
-//! The binary `elastree-bench` wires them to a command line; run it from a release build:
+//! The binaries `elastree-bench` and `elastree bench` wire them to a command line; run them
+//! from a release build:
 //! `cargo run --release -p elastree-bench -- --index btree,btreemap --keys rand64 --n 1M`.
 
 pub mod alloc;
+pub mod cli;
+pub mod dist;
+pub mod growshrink;
 pub mod keys;
 pub mod peers;
 pub mod report;
+pub mod repro;
 pub mod workload;
 
 /// Parses a count with an optional decimal suffix: `K` (10^3), `M` (10^6) or `G` (10^9),

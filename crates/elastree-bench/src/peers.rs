@@ -4,8 +4,11 @@
 //!
 //! For 8-byte key sets the peers are instantiated with `u64` keys and elastree with
 //! [`KeyLen::Fixed`]`(8)` big-endian byte keys; big-endian byte order equals numeric order, so
-//! every index scans the same key sequence. For variable-length key sets the peers use
-//! `Vec<u8>` keys (lexicographic, as elastree orders them).
+//! every index scans the same key sequence. For 16-byte key sets the peers use `Vec<u8>` keys
+//! and elastree [`KeyLen::Fixed`]`(16)`; for every other key set (20- and 28-byte and
+//! variable-length) the peers use `Vec<u8>` keys and elastree [`KeyLen::Variable`]. Byte-string
+//! keys compare lexicographically, as elastree orders them. `congee` takes only 8-byte keys and
+//! refuses the other sets.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -151,24 +154,16 @@ impl IndexSpec {
             (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Fixed8) => {
                 Box::new(StdBTreeMap::<u64>::new())
             }
-            (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Variable) => {
-                Box::new(StdBTreeMap::<Vec<u8>>::new())
-            }
+            (IndexSpec::Peer(Peer::BTreeMap), _) => Box::new(StdBTreeMap::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::BPlusTree), KeyWidth::Fixed8) => Box::new(BPlus::<u64>::new()),
-            (IndexSpec::Peer(Peer::BPlusTree), KeyWidth::Variable) => {
-                Box::new(BPlus::<Vec<u8>>::new())
-            }
+            (IndexSpec::Peer(Peer::BPlusTree), _) => Box::new(BPlus::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::FernTree), KeyWidth::Fixed8) => Box::new(Fern::<u64>::new()),
-            (IndexSpec::Peer(Peer::FernTree), KeyWidth::Variable) => {
-                Box::new(Fern::<Vec<u8>>::new())
-            }
+            (IndexSpec::Peer(Peer::FernTree), _) => Box::new(Fern::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::Congee), _) => Box::new(Art::new()),
             (IndexSpec::Peer(Peer::Scc), KeyWidth::Fixed8) => Box::new(SccTree::<u64>::new()),
-            (IndexSpec::Peer(Peer::Scc), KeyWidth::Variable) => Box::new(SccTree::<Vec<u8>>::new()),
+            (IndexSpec::Peer(Peer::Scc), _) => Box::new(SccTree::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::SkipMap), KeyWidth::Fixed8) => Box::new(Skip::<u64>::new()),
-            (IndexSpec::Peer(Peer::SkipMap), KeyWidth::Variable) => {
-                Box::new(Skip::<Vec<u8>>::new())
-            }
+            (IndexSpec::Peer(Peer::SkipMap), _) => Box::new(Skip::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::Sorted), _) => Box::new(SortedArray::new(width)),
         })
     }
@@ -194,6 +189,7 @@ impl FromStr for IndexSpec {
     }
 }
 
+/// Whether an index built for keys of `built` width can hold key set `keys`.
 fn width_check(name: &str, built: KeyWidth, keys: KeySetKind) -> Result<(), String> {
     if keys.width() == built {
         Ok(())
@@ -210,7 +206,8 @@ fn width_check(name: &str, built: KeyWidth, keys: KeySetKind) -> Result<(), Stri
 // ---------------------------------------------------------------------------------------------
 
 /// An elastree index kind through its public [`Index`] trait. 8-byte key sets are stored as
-/// big-endian bytes in an index built with [`KeyLen::Fixed`]`(8)`.
+/// big-endian bytes in an index built with [`KeyLen::Fixed`]`(8)`, 16-byte ones in an index
+/// built with [`KeyLen::Fixed`]`(16)`, all others with [`KeyLen::Variable`].
 pub struct Elastree {
     index: Box<dyn Index>,
     kind: IndexKind,
@@ -222,6 +219,7 @@ impl Elastree {
     pub fn new(kind: IndexKind, width: KeyWidth) -> Result<Self, String> {
         let key_len = match width {
             KeyWidth::Fixed8 => KeyLen::Fixed(8),
+            KeyWidth::Fixed16 => KeyLen::Fixed(16),
             KeyWidth::Variable => KeyLen::Variable,
         };
         let index = IndexBuilder::new(kind)
@@ -247,7 +245,18 @@ impl Elastree {
                     .try_into()
                     .expect("a fixed-8 index returns 8-byte keys"),
             )),
-            KeyWidth::Variable => Key::Bytes(bytes),
+            KeyWidth::Fixed16 | KeyWidth::Variable => Key::Bytes(bytes),
+        }
+    }
+
+    /// Whether `key` has a length this index could hold. A fixed-length elastree index
+    /// refuses other lengths with an error; for a lookup or a removal such a key is simply
+    /// absent.
+    #[inline]
+    fn may_hold(&self, key: Key<'_>) -> bool {
+        match (self.width, key) {
+            (KeyWidth::Fixed16, Key::Bytes(b)) => b.len() == 16,
+            _ => true,
         }
     }
 }
@@ -274,6 +283,9 @@ impl BenchIndex for Elastree {
 
     #[inline]
     fn get(&self, key: Key<'_>) -> Option<u64> {
+        if !self.may_hold(key) {
+            return None;
+        }
         Self::with_bytes(key, |k| self.index.get(k))
             .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.kind))
     }
@@ -295,6 +307,9 @@ impl BenchIndex for Elastree {
 
     #[inline]
     fn remove(&self, key: Key<'_>) -> bool {
+        if !self.may_hold(key) {
+            return false;
+        }
         Self::with_bytes(key, |k| self.index.remove(k))
             .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.kind))
             .is_some()
@@ -315,8 +330,8 @@ impl BenchIndex for Elastree {
 pub trait PeerKey: Ord + Clone + Send + Sync + 'static {
     /// The borrowed form lookups compare against.
     type Ref: ?Sized + Ord;
-    /// The key width this type holds.
-    const WIDTH: KeyWidth;
+    /// Whether this type holds keys of `width`.
+    fn holds(width: KeyWidth) -> bool;
     /// An owned key from a benchmark key of the matching width.
     fn owned(key: Key<'_>) -> Self;
     /// Calls `f` with the borrowed form of a benchmark key of the matching width.
@@ -327,7 +342,10 @@ pub trait PeerKey: Ord + Clone + Send + Sync + 'static {
 
 impl PeerKey for u64 {
     type Ref = u64;
-    const WIDTH: KeyWidth = KeyWidth::Fixed8;
+
+    fn holds(width: KeyWidth) -> bool {
+        width == KeyWidth::Fixed8
+    }
 
     #[inline]
     fn owned(key: Key<'_>) -> Self {
@@ -350,7 +368,11 @@ impl PeerKey for u64 {
 
 impl PeerKey for Vec<u8> {
     type Ref = [u8];
-    const WIDTH: KeyWidth = KeyWidth::Variable;
+
+    /// Byte strings hold 16-byte and variable-length key sets.
+    fn holds(width: KeyWidth) -> bool {
+        width != KeyWidth::Fixed8
+    }
 
     #[inline]
     fn owned(key: Key<'_>) -> Self {
@@ -371,6 +393,18 @@ impl PeerKey for Vec<u8> {
     #[inline]
     fn key(&self) -> Key<'_> {
         Key::Bytes(self)
+    }
+}
+
+/// Whether a peer keyed by `K` can hold key set `keys`.
+fn peer_key_check<K: PeerKey>(name: &str, keys: KeySetKind) -> Result<(), String> {
+    if K::holds(keys.width()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name} was built for other keys than key set {keys}'s {:?} keys",
+            keys.width()
+        ))
     }
 }
 
@@ -415,7 +449,7 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for StdBTreeMap<K> {
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        width_check(self.name(), K::WIDTH, keys)
+        peer_key_check::<K>(self.name(), keys)
     }
 
     #[inline]
@@ -520,7 +554,7 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for BPlus<K> {
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        width_check(self.name(), K::WIDTH, keys)
+        peer_key_check::<K>(self.name(), keys)
     }
 
     #[inline]
@@ -600,7 +634,7 @@ impl<K: PeerKey + ferntree::OptimisticRead + Borrow<K::Ref>> BenchIndex for Fern
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        width_check(self.name(), K::WIDTH, keys)
+        peer_key_check::<K>(self.name(), keys)
     }
 
     #[inline]
@@ -685,7 +719,13 @@ impl BenchIndex for Art {
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
         match keys.width() {
             KeyWidth::Fixed8 => Ok(()),
-            KeyWidth::Variable => Err("congee (ART) supports only fixed 8-byte keys".to_string()),
+            KeyWidth::Fixed16 | KeyWidth::Variable => Err(format!(
+                "congee (ART) supports only 8-byte integer keys; key set {keys} has {} keys",
+                match keys.key_len() {
+                    Some(len) => format!("{len}-byte"),
+                    None => "variable-length".to_string(),
+                }
+            )),
         }
     }
 
@@ -772,7 +812,7 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for SccTree<K> {
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        width_check(self.name(), K::WIDTH, keys)
+        peer_key_check::<K>(self.name(), keys)
     }
 
     #[inline]
@@ -842,7 +882,7 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for Skip<K> {
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        width_check(self.name(), K::WIDTH, keys)
+        peer_key_check::<K>(self.name(), keys)
     }
 
     #[inline]
@@ -895,7 +935,7 @@ enum SortedData {
 }
 
 /// A sorted array built by one bulk sort: `Vec<(u64, u64)>` for 8-byte keys; for
-/// variable-length keys the sorted key bytes packed in one buffer with 4-byte offsets and a
+/// byte-string keys (fixed or variable length) the sorted key bytes packed in one buffer with 4-byte offsets and a
 /// tid array. The compactness bound: read-only (lookups and scans by binary search), no
 /// inserts or deletes.
 pub struct SortedArray {
@@ -996,17 +1036,25 @@ impl BenchIndex for SortedArray {
                 pairs.sort_unstable_by_key(|&(k, _)| k);
                 SortedData::Fixed(pairs)
             }
-            KeyData::Var(ks) => {
-                if u32::try_from(ks.total_bytes()).is_err() {
+            KeyData::Fixed(_) | KeyData::Var(_) => {
+                let total_bytes: usize = match &keys.data {
+                    KeyData::Fixed(ks) => ks.len() * ks.key_len(),
+                    KeyData::Var(ks) => ks.total_bytes(),
+                    KeyData::U64(_) => unreachable!("handled above"),
+                };
+                if u32::try_from(total_bytes).is_err() {
                     return Err("sorted array: key bytes exceed 4 GiB (4-byte offsets)".to_string());
                 }
                 let order = keys.sorted_order();
-                let mut data = Vec::with_capacity(ks.total_bytes());
+                let mut data = Vec::with_capacity(total_bytes);
                 let mut offsets = Vec::with_capacity(order.len() + 1);
                 offsets.push(0u32);
                 let tids: Vec<u64> = order.iter().map(|&i| u64::from(i)).collect();
                 for &i in &order {
-                    data.extend_from_slice(ks.get(i as usize));
+                    match keys.key(i as usize) {
+                        Key::Bytes(bytes) => data.extend_from_slice(bytes),
+                        Key::U64(_) => unreachable!("byte-string key sets hold byte keys"),
+                    }
                     offsets.push(data.len() as u32);
                 }
                 SortedData::Var {

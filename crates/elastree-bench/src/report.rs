@@ -1,4 +1,4 @@
-//! Reports: a readable table and JSON lines.
+//! Reports: a readable table, JSON lines and CSV.
 //!
 //! The table has one row per index, key set, workload and thread count: throughput median
 //! [min-max] over the repetitions in millions of operations per second (keys per second for
@@ -6,11 +6,32 @@
 //! if there is one, else its single-thread row), and bytes per key from the counting allocator
 //! and as the index reports itself.
 //!
-//! A JSON line holds the same row as an object with the fields `index`, `keys`, `n`,
-//! `workload`, `threads`, `mops_median`, `mops_min`, `mops_max`, `bytes_per_key_alloc`,
-//! `bytes_per_key_self`, `peak_rss_bytes`, plus `unit`, `ops`, `repeat`, `status` (`ok`,
-//! `skipped` or `failed`) and `note` (why it was skipped or what failed). Missing numbers are
-//! `null`.
+//! # JSON lines and CSV fields
+//!
+//! `--json FILE` writes one JSON object per row, one per line; `--csv FILE` writes a header
+//! line and then one line per row with the same fields in the same order ([`FIELDS`]). A
+//! missing number is `null` in JSON and an empty cell in CSV.
+//!
+//! | field | type | meaning |
+//! |---|---|---|
+//! | `index` | string | the index: `btree` (elastree) or a peer (`btreemap`, `bplustree`, `ferntree`, `congee`, `scc`, `skipmap`, `sorted`) |
+//! | `keys` | string | the key set (`rand64`, `mono64`, `email`, ...) |
+//! | `n` | integer | keys in the key set |
+//! | `workload` | string | `load`, `lookup`, `scan` or `delete` |
+//! | `threads` | integer | threads that ran the workload |
+//! | `mops_median` | number or null | median throughput over the repetitions, millions of `unit`s per second |
+//! | `mops_min` | number or null | the slowest repetition's throughput |
+//! | `mops_max` | number or null | the fastest repetition's throughput |
+//! | `bytes_per_key_alloc` | number or null | bytes the loaded index holds according to the counting global allocator, divided by `n` |
+//! | `bytes_per_key_self` | number or null | bytes the index reports for itself (its own accounting), divided by `n` |
+//! | `peak_rss_bytes` | integer or null | the process's peak RSS while this index ran on this key set at this thread count (includes the key set and operation streams) |
+//! | `unit` | string | what the throughput counts: `ops`, or `keys` for scans (keys visited) |
+//! | `ops` | integer | operations per repetition |
+//! | `repeat` | integer | repetitions measured |
+//! | `status` | string | `ok`, `skipped` or `failed` |
+//! | `note` | string or null | why the row was skipped or what failed |
+//!
+//! Throughput numbers are `null` unless `status` is `ok`.
 
 use std::io::{self, Write};
 
@@ -108,6 +129,54 @@ impl<'a> JsonRow<'a> {
             note,
         }
     }
+}
+
+/// The fields of a JSON line and the columns of the CSV file, in order.
+pub const FIELDS: &[&str] = &[
+    "index",
+    "keys",
+    "n",
+    "workload",
+    "threads",
+    "mops_median",
+    "mops_min",
+    "mops_max",
+    "bytes_per_key_alloc",
+    "bytes_per_key_self",
+    "peak_rss_bytes",
+    "unit",
+    "ops",
+    "repeat",
+    "status",
+    "note",
+];
+
+/// Quotes a CSV cell when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Writes a CSV header line ([`FIELDS`]) and one line per measurement with the JSON lines'
+/// values; a missing number is an empty cell.
+pub fn write_csv(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "{}", FIELDS.join(","))?;
+    for m in rows {
+        let value = serde_json::to_value(JsonRow::from_measurement(m))?;
+        let cells: Vec<String> = FIELDS
+            .iter()
+            .map(|field| match value.get(field) {
+                None | Some(serde_json::Value::Null) => String::new(),
+                Some(serde_json::Value::String(text)) => csv_cell(text),
+                Some(other) => other.to_string(),
+            })
+            .collect();
+        writeln!(out, "{}", cells.join(","))?;
+    }
+    Ok(())
 }
 
 /// Writes one JSON object per measurement, one per line.
@@ -338,5 +407,40 @@ mod tests {
         assert_eq!(v["mops_median"], 3.0);
         assert_eq!(v["index"], "btree");
         assert_eq!(v["status"], "ok");
+        let object = v.as_object().unwrap();
+        let keys: Vec<&str> = object.keys().map(|k| k.as_str()).collect();
+        let mut fields = FIELDS.to_vec();
+        fields.sort_unstable();
+        let mut keys_sorted = keys.clone();
+        keys_sorted.sort_unstable();
+        assert_eq!(keys_sorted, fields, "FIELDS lists exactly the JSON fields");
+    }
+
+    #[test]
+    fn csv_has_a_header_and_the_json_values() {
+        let rows = vec![
+            row("btree", 1, &[2.0, 3.0, 4.0], Status::Ok),
+            row(
+                "congee",
+                1,
+                &[],
+                Status::Skipped("no, \"really\"".to_string()),
+            ),
+        ];
+        let mut out = Vec::new();
+        write_csv(&rows, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0], FIELDS.join(","));
+        assert_eq!(
+            lines[1],
+            "btree,rand64,1000,lookup,1,3.0,2.0,4.0,40.0,,1048576,ops,1000,3,ok,"
+        );
+        assert!(
+            lines[2].ends_with(",skipped,\"no, \"\"really\"\"\""),
+            "{}",
+            lines[2]
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Command-line arguments (clap derive) and the dispatch of each subcommand.
 //!
-//! Exit codes: 0 on success, 1 on an I/O error, 2 on bad arguments (clap's usage errors) or
-//! an index that cannot be built with the options given.
+//! Exit codes: 0 on success, 1 on an I/O error (or a benchmark measurement that failed its
+//! result check), 2 on bad arguments (clap's usage errors, an unknown experiment) or an index
+//! that cannot be built with the options given.
 
 use std::io::{self, IsTerminal};
 use std::process::ExitCode;
@@ -10,6 +11,8 @@ use std::str::FromStr;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
+use elastree_bench::cli::BenchArgs;
+use elastree_bench::repro::ReproArgs;
 
 use crate::shell::run_shell;
 
@@ -36,6 +39,14 @@ pub enum CliCommand {
     /// Run index commands read from stdin, one per line (put, get, del, scan, rscan, range,
     /// len, mem, check; type `help` in the shell for the protocol).
     Shell(ShellArgs),
+
+    /// Measure elastree's index kinds and the peer indexes side by side (load, lookup, scan,
+    /// delete throughput and bytes per key) and print a table; `--quick` for a run of seconds.
+    Bench(BenchArgs),
+
+    /// Run a named experiment and write a Markdown report with a table, PNG plots and the
+    /// raw rows into results/<EXPERIMENT>/ (or --out).
+    Repro(ReproArgs),
 }
 
 /// Arguments of `elastree shell`.
@@ -114,6 +125,40 @@ impl IndexArgs {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         CliCommand::Shell(args) => shell(&args),
+        CliCommand::Bench(args) => elastree_bench::cli::run(&args, "elastree bench"),
+        CliCommand::Repro(args) => elastree_bench::repro::run(&args, &command_line()),
+    }
+}
+
+/// The command line as typed, with the program's path shortened to its file name, each
+/// argument quoted for a POSIX shell when it needs it (for the report of `elastree repro`).
+fn command_line() -> String {
+    let mut args = std::env::args_os();
+    let program = args
+        .next()
+        .as_deref()
+        .and_then(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .map(|f| f.to_os_string())
+        })
+        .map_or_else(
+            || "elastree".to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        );
+    std::iter::once(program)
+        .chain(args.map(|a| shell_quote(&a.to_string_lossy())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Quotes `arg` for a POSIX shell unless it consists of safe characters only.
+fn shell_quote(arg: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !arg.is_empty() && arg.chars().all(safe) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
     }
 }
 
@@ -155,7 +200,53 @@ mod tests {
     fn shell_args(argv: &[&str]) -> ShellArgs {
         match Cli::try_parse_from(argv).unwrap().command {
             CliCommand::Shell(args) => args,
+            other => panic!("not a shell command: {other:?}"),
         }
+    }
+
+    #[test]
+    fn bench_takes_the_benchmark_options() {
+        let cli = Cli::try_parse_from([
+            "elastree",
+            "bench",
+            "--quick",
+            "--n",
+            "5K",
+            "--index",
+            "btree,btreemap",
+            "--csv",
+            "out.csv",
+        ])
+        .unwrap();
+        let CliCommand::Bench(args) = cli.command else {
+            panic!("not bench");
+        };
+        let cfg = args.config().unwrap();
+        assert_eq!(cfg.n, 5_000);
+        assert_eq!(cfg.indexes.len(), 2);
+        assert_eq!(args.csv.as_deref(), Some(std::path::Path::new("out.csv")));
+    }
+
+    #[test]
+    fn repro_takes_a_known_experiment_only() {
+        let cli =
+            Cli::try_parse_from(["elastree", "repro", "btree-baseline", "--scale", "0.5"]).unwrap();
+        let CliCommand::Repro(args) = cli.command else {
+            panic!("not repro");
+        };
+        assert_eq!(args.experiment, "btree-baseline");
+        assert_eq!(args.scale, 0.5);
+        let err = Cli::try_parse_from(["elastree", "repro", "nope"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("btree-baseline"), "{err}");
+    }
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("--scale"), "--scale");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The `elastree` command-line tool, as a library so that its pieces can be tested without
 //! spawning the binary.
 //!
-//! * [`cli`]: the command-line arguments (clap) and the dispatch of each subcommand;
+//! * [`cli`]: the command-line arguments (clap) and the dispatch of each subcommand
+//!   (`shell`, and `bench` and `repro` from elastree-bench);
 //! * [`shell`]: the line protocol of `elastree shell`.
 
 pub mod cli;

@@ -1,0 +1,328 @@
+//! The command line of the benchmark, shared by `elastree-bench ...` and `elastree bench ...`.
+//!
+//! [`BenchArgs`] is a clap [`Args`] struct: a binary flattens it into its own parser and hands
+//! the parsed value to [`run`], which measures, prints the table and writes the JSON lines and
+//! the CSV file asked for. The binary must install [`crate::alloc::CountingAlloc`] as its
+//! global allocator for the bytes-per-key figures of the allocator.
+//!
+//! Exit codes of [`run`]: 0 on success, 1 when a file cannot be written or a measurement
+//! failed its result check, 2 on arguments that make no run.
+
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::alloc;
+use crate::keys::KeySetKind;
+use crate::parse_count;
+use crate::peers::IndexSpec;
+use crate::report;
+use crate::workload::{self, Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
+
+/// Exit code for arguments that make no run (the same as clap's usage errors).
+pub const EXIT_USAGE: u8 = 2;
+
+/// Keys per key set unless `--n` says otherwise.
+pub const DEFAULT_N: usize = 1_000_000;
+/// Keys per key set with `--quick`.
+pub const QUICK_N: usize = 200_000;
+
+/// The options of a benchmark run.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Indexes to measure, comma-separated, or `all`: elastree's kinds (btree) and the peers
+    /// btreemap, bplustree, ferntree, congee, scc, skipmap, sorted.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub index: Vec<String>,
+
+    /// Key sets, comma-separated, or `all` (every key set the benchmark can generate).
+    #[arg(long, value_delimiter = ',', default_value = "rand64")]
+    pub keys: Vec<String>,
+
+    /// Keys per key set; suffixes K and M (decimal): 200K, 10M. Default 1M (200K with --quick).
+    #[arg(long, value_parser = parse_count)]
+    pub n: Option<usize>,
+
+    /// Workloads, comma-separated, or `all`: load, lookup, scan, delete.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub workload: Vec<String>,
+
+    /// Thread counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub threads: Vec<usize>,
+
+    /// Repetitions of each measurement (median, min and max are reported). Default 3 (1 with
+    /// --quick).
+    #[arg(long)]
+    pub repeat: Option<usize>,
+
+    /// Also write one JSON object per row to this file (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Also write the rows to this CSV file (a header line, then the JSON lines' fields).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Seed of the key sets and operation streams.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Keys per scan.
+    #[arg(long, default_value_t = DEFAULT_SCAN_LEN)]
+    pub scan_len: usize,
+
+    /// A quick run: 200K keys and one repetition unless --n / --repeat say otherwise.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Parses a comma-separated selection where `all` stands for every item.
+pub fn select<T: Copy>(
+    names: &[String],
+    all: &[T],
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let mut chosen = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if name == "all" {
+            chosen.extend_from_slice(all);
+        } else {
+            chosen.push(parse(name)?);
+        }
+    }
+    if chosen.is_empty() {
+        return Err("empty selection".to_string());
+    }
+    Ok(chosen)
+}
+
+fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// Checks a run configuration: at least one thread, repetition and scan key, and enough keys.
+pub fn validate(cfg: &RunConfig) -> Result<(), String> {
+    if cfg.threads.is_empty() || cfg.threads.contains(&0) {
+        return Err("--threads: thread counts must be at least 1".to_string());
+    }
+    if cfg.repeat == 0 {
+        return Err("--repeat must be at least 1".to_string());
+    }
+    if cfg.scan_len == 0 {
+        return Err("--scan-len must be at least 1".to_string());
+    }
+    if cfg.n < cfg.scan_len.max(2) {
+        return Err(format!(
+            "--n must be at least {} (the scan length)",
+            cfg.scan_len.max(2)
+        ));
+    }
+    if u32::try_from(cfg.n).is_err() {
+        return Err(format!("--n must be at most {}", u32::MAX));
+    }
+    Ok(())
+}
+
+impl BenchArgs {
+    /// The run these arguments describe, or what is wrong with them.
+    pub fn config(&self) -> Result<RunConfig, String> {
+        let indexes = dedup(
+            select(&self.index, &IndexSpec::all(), IndexSpec::from_str)
+                .map_err(|e| format!("--index: {e}"))?,
+        );
+        let keysets = dedup(
+            select(&self.keys, KeySetKind::ALL, KeySetKind::from_str)
+                .map_err(|e| format!("--keys: {e}"))?,
+        );
+        let workloads = dedup(
+            select(&self.workload, Workload::ALL, Workload::from_str)
+                .map_err(|e| format!("--workload: {e}"))?,
+        );
+        let cfg = RunConfig {
+            indexes,
+            keysets,
+            n: self
+                .n
+                .unwrap_or(if self.quick { QUICK_N } else { DEFAULT_N }),
+            workloads,
+            threads: dedup(self.threads.clone()),
+            repeat: self.repeat.unwrap_or(if self.quick { 1 } else { 3 }),
+            seed: self.seed,
+            scan_len: self.scan_len,
+        };
+        validate(&cfg)?;
+        Ok(cfg)
+    }
+}
+
+/// A progress bar on stderr when stderr is a terminal, else a hidden one.
+pub fn progress_bar(total: u64) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) =
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// Runs `cfg` with a progress bar (on a terminal) and returns the rows sorted for the table:
+/// key set, workload, threads, then index in the order `cfg` lists them.
+pub fn measure(cfg: &RunConfig) -> Vec<Measurement> {
+    let progress = progress_bar(workload::planned_measurements(cfg));
+    let mut rows = workload::run_suite(cfg, &progress);
+    progress.finish_and_clear();
+    let keyset_names: Vec<&str> = cfg.keysets.iter().map(|k| k.name()).collect();
+    let index_names: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
+    report::sort_for_report(&mut rows, &keyset_names, &index_names);
+    rows
+}
+
+/// Writes `rows` to `path` with `write` (JSON lines or CSV).
+pub fn write_rows(
+    path: &Path,
+    rows: &[Measurement],
+    write: impl Fn(&[Measurement], &mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let file = File::create(path)?;
+    let mut out = BufWriter::new(file);
+    write(rows, &mut out)?;
+    out.flush()
+}
+
+/// Warns on stderr when this is a debug build, whose numbers mean little. `how` says how to
+/// run a release build.
+pub fn warn_if_debug(how: &str) {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; measure with `{how}`");
+    }
+}
+
+/// `elastree bench` / `elastree-bench`: measures, prints the table, writes the files asked
+/// for. `program` prefixes error messages (`elastree bench`, `elastree-bench`).
+pub fn run(args: &BenchArgs, program: &str) -> ExitCode {
+    let cfg = match args.config() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    warn_if_debug("cargo run --release -p elastree-cli -- bench");
+    if !alloc::installed() {
+        eprintln!(
+            "warning: the counting allocator is not this program's global allocator; \
+             no allocator bytes/key figures"
+        );
+    }
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let names: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
+    println!(
+        "{program}: n={} seed={} repeat={} threads={:?} cores={cores} indexes={}",
+        cfg.n,
+        cfg.seed,
+        cfg.repeat,
+        cfg.threads,
+        names.join(",")
+    );
+
+    let rows = measure(&cfg);
+    println!();
+    print!("{}", report::render_table(&rows));
+    let peak = rows.iter().filter_map(|m| m.peak_rss_bytes).max();
+    if let Some(peak) = peak.or_else(alloc::peak_rss_bytes) {
+        println!(
+            "peak RSS (largest of any index's run): {:.0} MiB",
+            peak as f64 / (1024.0 * 1024.0)
+        );
+    }
+
+    let json = args.json.as_deref().map(|path| {
+        (
+            path,
+            "JSON lines",
+            write_rows(path, &rows, report::write_json_lines),
+        )
+    });
+    let csv = args
+        .csv
+        .as_deref()
+        .map(|path| (path, "CSV", write_rows(path, &rows, report::write_csv)));
+    for (path, what, written) in json.into_iter().chain(csv) {
+        if let Err(e) = written {
+            eprintln!("{program}: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {} rows ({what}) to {}", rows.len(), path.display());
+    }
+    if rows.iter().any(|m| matches!(m.status, Status::Failed(_))) {
+        eprintln!("{program}: some measurements FAILED their result checks (see the table)");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct TestCli {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    fn parse(argv: &[&str]) -> BenchArgs {
+        TestCli::try_parse_from(std::iter::once("bench").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn quick_defaults() {
+        let cfg = parse(&["--quick"]).config().unwrap();
+        assert_eq!((cfg.n, cfg.repeat), (QUICK_N, 1));
+        let cfg = parse(&["--quick", "--n", "5K", "--repeat", "2"])
+            .config()
+            .unwrap();
+        assert_eq!((cfg.n, cfg.repeat), (5_000, 2));
+        let cfg = parse(&[]).config().unwrap();
+        assert_eq!((cfg.n, cfg.repeat), (DEFAULT_N, 3));
+    }
+
+    #[test]
+    fn selections_expand_all_and_dedup() {
+        let cfg = parse(&["--index", "btree,btreemap,btree", "--keys", "all"])
+            .config()
+            .unwrap();
+        let names: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["btree", "btreemap"]);
+        assert_eq!(cfg.keysets, KeySetKind::ALL);
+        assert_eq!(cfg.workloads, Workload::ALL);
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        assert!(parse(&["--index", "nope"]).config().is_err());
+        assert!(parse(&["--keys", "nope"]).config().is_err());
+        assert!(parse(&["--threads", "0"]).config().is_err());
+        assert!(parse(&["--repeat", "0"]).config().is_err());
+        assert!(parse(&["--n", "3"]).config().is_err());
+    }
+}

@@ -1,0 +1,265 @@
+//! The grow-then-shrink driver: the data-spike experiment of the elastic-index paper
+//! (Figure 5), shared by every experiment that watches an index as its data set swells and
+//! subsides.
+//!
+//! The driver inserts the key set in `chunks` equal chunks, then deletes it again in as many
+//! chunks (in random order). After every chunk it measures, on the keys present at that
+//! moment: `3N/100` uniformly random lookups, `N/100` ascending scans of `scan_len` keys, and
+//! the index's memory (counting allocator, and the index's own accounting where it has one).
+//! The chunk's own inserts or deletes are timed too. Everything a timed region reads (keys in
+//! operation order) is generated before the region starts.
+
+use std::ops::Range;
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::alloc;
+use crate::keys::KeySet;
+use crate::peers::{BenchIndex, IndexSpec};
+use crate::workload::{run_parallel, settle_deferred_frees};
+
+/// What the driver does.
+#[derive(Debug, Clone)]
+pub struct GrowShrinkConfig {
+    /// Chunks to grow in (and as many to shrink in).
+    pub chunks: usize,
+    /// Lookups after each chunk, as a fraction of the key set's size (the paper: 3/100).
+    pub lookup_fraction: f64,
+    /// Scans after each chunk, as a fraction of the key set's size (the paper: 1/100).
+    pub scan_fraction: f64,
+    /// Keys per scan.
+    pub scan_len: usize,
+    /// Threads for every timed phase.
+    pub threads: usize,
+    /// Seed of the operation streams.
+    pub seed: u64,
+}
+
+impl Default for GrowShrinkConfig {
+    fn default() -> Self {
+        Self {
+            chunks: 20,
+            lookup_fraction: 0.03,
+            scan_fraction: 0.01,
+            scan_len: 15,
+            threads: 1,
+            seed: 42,
+        }
+    }
+}
+
+/// Whether a point was taken while growing or shrinking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// After inserting a chunk.
+    Grow,
+    /// After deleting a chunk.
+    Shrink,
+}
+
+/// The measurements after one chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Growing or shrinking.
+    pub phase: Phase,
+    /// Keys present after the chunk.
+    pub items: usize,
+    /// Throughput of the chunk's inserts (growing) or deletes (shrinking), Mops/s.
+    pub update_mops: f64,
+    /// Lookup throughput on the present keys, Mops/s.
+    pub lookup_mops: f64,
+    /// Scan throughput, millions of keys visited per second.
+    pub scan_mkeys: f64,
+    /// Bytes the index holds by the counting allocator (0 if it is not installed).
+    pub bytes_alloc: usize,
+    /// Bytes the index reports itself holding, if it accounts for its memory.
+    pub bytes_self: Option<usize>,
+}
+
+/// Runs the grow-then-shrink experiment for one index on one key set.
+///
+/// Fails (with the reason) if the index cannot take the key set, is built in bulk, cannot run
+/// on `cfg.threads` threads, or answers wrongly (a missed lookup or delete).
+pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec<Point>, String> {
+    let n = keys.len();
+    let chunks = cfg.chunks.clamp(1, n.max(1));
+    let index = spec.build(keys.width())?;
+    index.supports(keys.kind)?;
+    if index.loads_in_bulk() {
+        return Err(format!("{} is built in bulk and cannot grow", spec.name()));
+    }
+    if cfg.threads > 1 && !index.concurrent() {
+        return Err(format!("{} is single-threaded", spec.name()));
+    }
+    let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x6772_6f77);
+    let lookups = ((n as f64 * cfg.lookup_fraction) as usize).max(1);
+    let scans = ((n as f64 * cfg.scan_fraction) as usize).max(1);
+    let chunk = |c: usize| c * n / chunks..(c + 1) * n / chunks;
+
+    settle_deferred_frees();
+    let baseline = alloc::current();
+    let mut points = Vec::with_capacity(2 * chunks);
+
+    // Grow: keys 0..end are present after a chunk that ends at `end`.
+    let positions: Vec<u32> = (0..n as u32).collect();
+    for c in 0..chunks {
+        let range = chunk(c);
+        let inserted = keys.gather(&positions[range.clone()]);
+        // `at` is a position within the chunk, as is `j` in `inserted`.
+        let (elapsed, _) = run_parallel(&positions[range.clone()], cfg.threads, |at, part| {
+            for (j, &tid) in (at..).zip(part) {
+                index.insert(inserted.key(j), u64::from(tid));
+            }
+            0
+        });
+        let present = &positions[..range.end];
+        let mut point = measure(index.as_ref(), keys, present, lookups, scans, cfg, &mut rng)?;
+        point.phase = Phase::Grow;
+        point.update_mops = range.len() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+        record_memory(&mut point, index.as_ref(), baseline);
+        points.push(point);
+    }
+
+    // Shrink: delete in random order; the keys after the chunk's end stay present.
+    let mut order = positions;
+    order.shuffle(&mut rng);
+    for c in 0..chunks {
+        let range = chunk(c);
+        let removed = keys.gather(&order[range.clone()]);
+        let (elapsed, hits) = run_parallel(&order[range.clone()], cfg.threads, |at, part| {
+            let mut hits = 0;
+            for j in at..at + part.len() {
+                hits += u64::from(index.remove(removed.key(j)));
+            }
+            hits
+        });
+        if hits != range.len() as u64 {
+            return Err(format!(
+                "{}: {} of {} deletes of present keys missed",
+                spec.name(),
+                range.len() as u64 - hits,
+                range.len()
+            ));
+        }
+        let present = &order[range.end..];
+        let mut point = measure(index.as_ref(), keys, present, lookups, scans, cfg, &mut rng)?;
+        point.phase = Phase::Shrink;
+        point.update_mops = range.len() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+        record_memory(&mut point, index.as_ref(), baseline);
+        points.push(point);
+    }
+    Ok(points)
+}
+
+/// Times lookups and scans over the `present` keys (positions into `keys`).
+fn measure(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    present: &[u32],
+    lookups: usize,
+    scans: usize,
+    cfg: &GrowShrinkConfig,
+    rng: &mut StdRng,
+) -> Result<Point, String> {
+    let mut point = Point {
+        phase: Phase::Grow,
+        items: present.len(),
+        update_mops: 0.0,
+        lookup_mops: 0.0,
+        scan_mkeys: 0.0,
+        bytes_alloc: 0,
+        bytes_self: None,
+    };
+    if present.is_empty() {
+        return Ok(point);
+    }
+    let pick = |rng: &mut StdRng, count: usize| -> Vec<u32> {
+        (0..count)
+            .map(|_| present[rng.gen_range(0..present.len())])
+            .collect()
+    };
+    let lookup_tids = pick(rng, lookups);
+    let lookup_keys = keys.gather(&lookup_tids);
+    let (elapsed, hits) = run_parallel(&lookup_tids, cfg.threads, |first, part| {
+        let mut hits = 0;
+        for (j, &tid) in (first..).zip(part) {
+            hits += u64::from(index.get(lookup_keys.key(j)) == Some(u64::from(tid)));
+        }
+        hits
+    });
+    if hits != lookups as u64 {
+        return Err(format!(
+            "{}: {} of {lookups} lookups of present keys missed",
+            index.name(),
+            lookups as u64 - hits
+        ));
+    }
+    point.lookup_mops = lookups as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+
+    let scan_starts = pick(rng, scans);
+    let scan_keys = keys.gather(&scan_starts);
+    let scan_len = cfg.scan_len;
+    let (elapsed, visited) = run_parallel(&scan_starts, cfg.threads, |first, part| {
+        let span: Range<usize> = first..first + part.len();
+        span.map(|j| index.scan(scan_keys.key(j), scan_len, &mut |_, _| {}) as u64)
+            .sum()
+    });
+    point.scan_mkeys = visited as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+    Ok(point)
+}
+
+fn record_memory(point: &mut Point, index: &dyn BenchIndex, baseline: usize) {
+    settle_deferred_frees();
+    point.bytes_alloc = alloc::current().saturating_sub(baseline);
+    point.bytes_self = index.self_reported_bytes();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeySetKind;
+
+    #[test]
+    fn grows_then_shrinks_to_empty() {
+        let keys = KeySetKind::Rand64.generate(4_000, 3);
+        let spec = IndexSpec::Elastree(elastree::IndexKind::BTree);
+        let cfg = GrowShrinkConfig {
+            chunks: 8,
+            ..GrowShrinkConfig::default()
+        };
+        let points = run(spec, &keys, &cfg).unwrap();
+        assert_eq!(points.len(), 16);
+        let items: Vec<usize> = points.iter().map(|p| p.items).collect();
+        assert_eq!(items[..8], [500, 1000, 1500, 2000, 2500, 3000, 3500, 4000]);
+        assert_eq!(items[8..], [3500, 3000, 2500, 2000, 1500, 1000, 500, 0]);
+        assert!(points[..8].iter().all(|p| p.phase == Phase::Grow));
+        assert!(points[8..].iter().all(|p| p.phase == Phase::Shrink));
+        assert!(points.iter().all(|p| p.update_mops > 0.0));
+        assert!(points[..15]
+            .iter()
+            .all(|p| p.lookup_mops > 0.0 && p.scan_mkeys > 0.0));
+        // elastree accounts for its memory: more keys, more bytes.
+        let bytes: Vec<usize> = points.iter().map(|p| p.bytes_self.unwrap()).collect();
+        assert!(bytes[7] > bytes[0] && bytes[7] > bytes[15]);
+    }
+
+    #[test]
+    fn runs_on_two_threads_and_refuses_what_cannot_grow() {
+        let keys = KeySetKind::Rand64.generate(2_000, 5);
+        let cfg = GrowShrinkConfig {
+            chunks: 4,
+            threads: 2,
+            ..GrowShrinkConfig::default()
+        };
+        let points = run(IndexSpec::Elastree(elastree::IndexKind::BTree), &keys, &cfg).unwrap();
+        assert_eq!(points.last().map(|p| p.items), Some(0));
+        let sorted = IndexSpec::Peer(crate::peers::Peer::Sorted);
+        assert!(run(sorted, &keys, &cfg).unwrap_err().contains("bulk"));
+        let btreemap = IndexSpec::Peer(crate::peers::Peer::BTreeMap);
+        assert!(run(btreemap, &keys, &cfg)
+            .unwrap_err()
+            .contains("single-threaded"));
+    }
+}
