@@ -278,8 +278,10 @@ struct GroupRun<'a> {
     rows: Vec<Measurement>,
     /// Whether any workload runs at all.
     active: bool,
-    /// Allocated bytes before the first pass (to detect memory an index never frees).
-    start_bytes: usize,
+    /// Bytes still allocated after this index's passes dropped their copies: memory the
+    /// index never freed. Measured around each pass, so leaks are attributed to the index
+    /// whose pass leaked even though passes of different indexes interleave.
+    retained: usize,
     /// The highest peak RSS of any pass.
     peak_rss: Option<u64>,
 }
@@ -358,7 +360,7 @@ impl<'a> GroupRun<'a> {
             },
             rows,
             active,
-            start_bytes: alloc::current(),
+            retained: 0,
             peak_rss: None,
         }
     }
@@ -371,6 +373,7 @@ impl<'a> GroupRun<'a> {
         settle_deferred_frees();
         alloc::release_free_memory();
         alloc::reset_peak_rss();
+        let before = alloc::current();
         let (name, kind, threads) = (
             self.group.spec.name(),
             self.group.keys.kind,
@@ -404,6 +407,8 @@ impl<'a> GroupRun<'a> {
         // Free this copy before the next index's pass.
         self.group.loaded = None;
         self.peak_rss = self.peak_rss.max(alloc::peak_rss_bytes());
+        settle_deferred_frees();
+        self.retained += alloc::current().saturating_sub(before);
     }
 
     /// The finished rows, with memory figures; notes memory the index never freed.
@@ -411,7 +416,7 @@ impl<'a> GroupRun<'a> {
         self.group.loaded = None;
         settle_deferred_frees();
         let (keys, threads) = (self.group.keys, self.group.threads);
-        let retained = alloc::current().saturating_sub(self.start_bytes);
+        let retained = self.retained;
         // Below 1 B/key, or a few hundred KiB of thread and epoch bookkeeping at small n, is
         // not an index's leak.
         if self.active && alloc::installed() && retained > keys.len().max(256 * 1024) {

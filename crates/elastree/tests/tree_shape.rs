@@ -69,3 +69,26 @@ fn sequential_deletes_from_the_left_shrink_height() {
         tree.height()
     );
 }
+
+/// Appending past the end (auto-increment ids, time series) leaves leaves full, not half
+/// empty: 16 bytes of key and tid per entry plus headers and inner nodes.
+#[test]
+fn sequential_loads_fill_leaves() {
+    let tree = Tree::<Sorted<u64>>::new(SortedConfig {
+        leaf_capacity: 128,
+        inner_capacity: 128,
+    });
+    let n = 100_000u64;
+    for k in 0..n {
+        tree.insert(k * 3, k);
+    }
+    tree.check().unwrap();
+    let per_key = tree.memory().total() as f64 / n as f64;
+    assert!(per_key < 17.0, "sequential load uses {per_key:.1} bytes/key");
+    // Random inserts afterwards still split in the middle and stay correct.
+    for k in 0..n {
+        tree.insert(k * 3 + 1, k);
+    }
+    tree.check().unwrap();
+    assert_eq!(tree.len(), 2 * n as usize);
+}

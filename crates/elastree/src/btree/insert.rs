@@ -8,6 +8,16 @@ use super::{Tree, Visit};
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
 
+/// Where to split a full node.
+#[derive(Clone, Copy)]
+enum Split {
+    /// Where the representation says (the middle): the usual case.
+    Half,
+    /// Move only the last entry to the new right node: for a leaf that is the last one and
+    /// receives keys past its end, so sequential loads leave leaves full.
+    Append,
+}
+
 /// What an insert attempt did.
 enum Attempt {
     /// Done; the previous value if the key was present.
@@ -51,7 +61,7 @@ impl<R: NodeRepr> Tree<R> {
             if !R::has_room(visit.node, &self.config, None) {
                 // Split full inner nodes on the way down, so the parent of any node we
                 // split later has room for its separator.
-                self.split(parent, visit, guard)?;
+                self.split(parent, visit, Split::Half, guard)?;
                 return Ok(Attempt::Again);
             }
             let slot = self.child_slot(visit.node, key);
@@ -79,7 +89,15 @@ impl<R: NodeRepr> Tree<R> {
             self.len.add(1);
             return Ok(Attempt::Done(None));
         }
-        self.split(parent, leaf, guard)?;
+        // Appending past the last key of the last leaf (auto-increment ids, time series):
+        // leave the full leaf full and start a new one, instead of two half-empty leaves.
+        let appending = hit.pos == R::count(leaf.node, &self.config) && leaf.node.link().is_null();
+        let how = if appending {
+            Split::Append
+        } else {
+            Split::Half
+        };
+        self.split(parent, leaf, how, guard)?;
         Ok(Attempt::Again)
     }
 
@@ -89,6 +107,7 @@ impl<R: NodeRepr> Tree<R> {
         &self,
         parent: Option<Visit<'_>>,
         node: Visit<'_>,
+        how: Split,
         _guard: &Guard,
     ) -> Result<(), Restart> {
         let _parent_lock = match parent {
@@ -105,7 +124,11 @@ impl<R: NodeRepr> Tree<R> {
         let right_ptr = self.alloc_node(level);
         // SAFETY: freshly allocated, not yet shared.
         let right = unsafe { right_ptr.as_ref() };
-        let at = R::split_point(node.node, &self.config);
+        let at = match how {
+            // The validated read that chose `Append` saw at least one entry (a full leaf).
+            Split::Append => node.node.count() - 1,
+            Split::Half => R::split_point(node.node, &self.config),
+        };
         let separator = R::key_at(node.node, &self.config, at);
         if level == 0 {
             R::move_tail(node.node, at, right, &self.config);
