@@ -84,7 +84,10 @@ fn sequential_loads_fill_leaves() {
     }
     tree.check().unwrap();
     let per_key = tree.memory().total() as f64 / n as f64;
-    assert!(per_key < 17.0, "sequential load uses {per_key:.1} bytes/key");
+    assert!(
+        per_key < 17.0,
+        "sequential load uses {per_key:.1} bytes/key"
+    );
     // Random inserts afterwards still split in the middle and stay correct.
     for k in 0..n {
         tree.insert(k * 3 + 1, k);
