@@ -1020,7 +1020,7 @@ impl BenchIndex for SortedArray {
             Workload::Delete => {
                 Err("sorted array is read-only (built by one bulk sort)".to_string())
             }
-            Workload::Load | Workload::Lookup | Workload::Scan => Ok(()),
+            Workload::Load | Workload::Lookup | Workload::LookupZipf | Workload::Scan => Ok(()),
         }
     }
 

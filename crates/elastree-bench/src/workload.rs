@@ -10,6 +10,8 @@
 //!   throughput. Each repetition loads a fresh index; memory is measured here.
 //! * `lookup`: `n` uniformly random lookups of existing keys; every one must hit with the right
 //!   tid.
+//! * `lookup-zipf`: `n` lookups of existing keys drawn from a scrambled Zipfian distribution
+//!   (theta 0.99, YCSB's request distribution).
 //! * `scan`: `n / 10` scans of `scan_len` (15) keys ascending from a random existing key (never
 //!   closer than `scan_len` keys to the end); reported in keys per second.
 //! * `delete`: removes every key in random order; every remove must hit and the index must be
@@ -28,8 +30,12 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::alloc;
+use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, IndexSpec};
+
+/// The skew of the `lookup-zipf` workload: YCSB's default request distribution.
+pub const ZIPF_THETA: f64 = 0.99;
 
 /// The default number of keys one scan visits.
 pub const DEFAULT_SCAN_LEN: usize = 15;
@@ -41,6 +47,9 @@ pub enum Workload {
     Load,
     /// Uniformly random point lookups of existing keys.
     Lookup,
+    /// Point lookups of existing keys drawn from a scrambled Zipfian distribution (theta
+    /// 0.99, YCSB's request distribution): a few hot keys take most lookups.
+    LookupZipf,
     /// Short ascending range scans from random existing keys.
     Scan,
     /// Remove every key in random order.
@@ -52,6 +61,7 @@ impl Workload {
     pub const ALL: &'static [Workload] = &[
         Workload::Load,
         Workload::Lookup,
+        Workload::LookupZipf,
         Workload::Scan,
         Workload::Delete,
     ];
@@ -61,6 +71,7 @@ impl Workload {
         match self {
             Workload::Load => "load",
             Workload::Lookup => "lookup",
+            Workload::LookupZipf => "lookup-zipf",
             Workload::Scan => "scan",
             Workload::Delete => "delete",
         }
@@ -70,7 +81,7 @@ impl Workload {
     pub fn unit(self) -> &'static str {
         match self {
             Workload::Scan => "keys",
-            Workload::Load | Workload::Lookup | Workload::Delete => "ops",
+            Workload::Load | Workload::Lookup | Workload::LookupZipf | Workload::Delete => "ops",
         }
     }
 }
@@ -112,6 +123,10 @@ pub struct OpStreams {
     pub deletes: Vec<u32>,
     /// The keys of `lookups`, in lookup order (see [`KeySet::gather`]).
     pub lookup_keys: KeySet,
+    /// Key positions to look up, scrambled-Zipfian (theta 0.99) over the key set.
+    pub zipf_lookups: Vec<u32>,
+    /// The keys of `zipf_lookups`, in lookup order.
+    pub zipf_lookup_keys: KeySet,
     /// The keys of `scan_starts`, in scan order.
     pub scan_keys: KeySet,
     /// The keys of `deletes`, in delete order.
@@ -143,8 +158,13 @@ impl OpStreams {
             .collect();
         let mut deletes = load.clone();
         deletes.shuffle(&mut rng);
+        let zipf_lookups = ScrambledZipfian::new(n as u64, ZIPF_THETA, seed)
+            .expect("theta 0.99 over a non-empty key set")
+            .positions(n, seed ^ 0x7a69_7066);
         Self {
             lookup_keys: keys.gather(&lookups),
+            zipf_lookup_keys: keys.gather(&zipf_lookups),
+            zipf_lookups,
             scan_keys: keys.gather(&scan_starts),
             delete_keys: keys.gather(&deletes),
             load,
@@ -462,6 +482,7 @@ fn workload_ops(workload: Workload, ops: &OpStreams) -> u64 {
     match workload {
         Workload::Load => ops.load.len() as u64,
         Workload::Lookup => ops.lookups.len() as u64,
+        Workload::LookupZipf => ops.zipf_lookups.len() as u64,
         Workload::Scan => (ops.scan_starts.len() * ops.scan_len) as u64,
         Workload::Delete => ops.deletes.len() as u64,
     }
@@ -513,6 +534,11 @@ impl Group<'_> {
                     &ops.lookups,
                     threads,
                 )
+            }
+            Workload::LookupZipf => {
+                let (ops, threads) = (self.ops, self.threads);
+                let index = self.ensure_loaded()?;
+                lookup(index, &ops.zipf_lookup_keys, &ops.zipf_lookups, threads)
             }
             Workload::Scan => {
                 let (ops, threads) = (self.ops, self.threads);

@@ -147,17 +147,19 @@ fn repro_btree_baseline_writes_the_report_and_plots() {
             assert!(report.contains(&row), "no row {row}:\n{report}");
         }
     }
-    for plot in ["load", "lookup", "scan", "delete", "memory"] {
+    for plot in ["load", "lookup", "lookup-zipf", "scan", "delete", "memory"] {
         let file = dir.join(format!("{plot}.png"));
         let bytes = fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", file.display());
         assert!(report.contains(&format!("({plot}.png)")), "{report}");
     }
     let rows = fs::read_to_string(dir.join("results.jsonl")).unwrap();
-    // 8 indexes x key sets x 4 workloads x 1 thread.
+    // 8 indexes x key sets x every workload x 1 thread.
     assert_eq!(
         rows.lines().count(),
-        indexes.len() * elastree_bench::keys::KeySetKind::BASELINE.len() * 4
+        indexes.len()
+            * elastree_bench::keys::KeySetKind::BASELINE.len()
+            * elastree_bench::workload::Workload::ALL.len()
     );
     assert!(dir.join("results.csv").exists());
 }
