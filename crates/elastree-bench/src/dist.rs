@@ -17,6 +17,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::keys::mix64;
+
 /// YCSB's default skew.
 pub const DEFAULT_THETA: f64 = 0.99;
 
@@ -162,15 +164,6 @@ impl ScrambledZipfian {
         let mut rng = StdRng::seed_from_u64(seed);
         (0..len).map(|_| self.sample(&mut rng) as u32).collect()
     }
-}
-
-/// The splitmix64 finalizer.
-fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]

@@ -493,7 +493,7 @@ impl KeySet {
 }
 
 /// The splitmix64 finalizer: a bijection on `u64` that spreads consecutive inputs uniformly.
-fn mix64(mut x: u64) -> u64 {
+pub(crate) fn mix64(mut x: u64) -> u64 {
     x ^= x >> 30;
     x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x ^= x >> 27;
@@ -1170,13 +1170,20 @@ impl EmailGen {
 /// address books do.
 fn email(n: usize, seed: u64) -> VarKeys {
     let mut gen = EmailGen::new(seed);
-    let mut keys = VarKeys::with_capacity(n, n * 32);
+    distinct_strings(n, 32, |candidate| gen.next(candidate))
+}
+
+/// `n` distinct strings from `next`, which writes a candidate into the buffer it is given; a
+/// candidate that repeats an earlier one is dropped and another drawn. `avg_len` sizes the
+/// buffer.
+fn distinct_strings(n: usize, avg_len: usize, mut next: impl FnMut(&mut String)) -> VarKeys {
+    let mut keys = VarKeys::with_capacity(n, n * avg_len);
     let mut seen: HashSet<u64> = HashSet::with_capacity(n);
     let mut candidate = String::new();
     while keys.len() < n {
-        gen.next(&mut candidate);
+        next(&mut candidate);
         // `DefaultHasher::new()` uses fixed keys, so the result is deterministic. A 64-bit hash
-        // collision between two different addresses only costs one more draw.
+        // collision between two different strings only costs one more draw.
         let mut hasher = DefaultHasher::new();
         candidate.hash(&mut hasher);
         if seen.insert(hasher.finish()) {
@@ -1314,18 +1321,7 @@ impl DocTermGen {
 /// terms of a growing collection do.
 fn docterm(n: usize, seed: u64) -> VarKeys {
     let mut gen = DocTermGen::new(seed);
-    let mut keys = VarKeys::with_capacity(n, n * 33);
-    let mut seen: HashSet<u64> = HashSet::with_capacity(n);
-    let mut candidate = String::new();
-    while keys.len() < n {
-        gen.next(&mut candidate);
-        let mut hasher = DefaultHasher::new();
-        candidate.hash(&mut hasher);
-        if seen.insert(hasher.finish()) {
-            keys.push(candidate.as_bytes());
-        }
-    }
-    keys
+    distinct_strings(n, 33, |candidate| gen.next(candidate))
 }
 
 #[cfg(test)]
