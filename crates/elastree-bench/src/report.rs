@@ -25,6 +25,7 @@
 //! | `bytes_per_key_alloc` | number or null | bytes the loaded index holds according to the counting global allocator, divided by `n` |
 //! | `bytes_per_key_self` | number or null | bytes the index reports for itself (its own accounting), divided by `n` |
 //! | `peak_rss_bytes` | integer or null | the process's peak RSS while this index ran on this key set at this thread count (includes the key set and operation streams) |
+//! | `p50_ns`, `p99_ns`, `max_ns` | integer or null | lookups only: median, 99th percentile and largest latency of one operation, in nanoseconds, over every 16th lookup of every repetition |
 //! | `unit` | string | what the throughput counts: `ops`, or `keys` for scans (keys visited) |
 //! | `ops` | integer | operations per repetition |
 //! | `repeat` | integer | repetitions measured |
@@ -88,6 +89,12 @@ pub struct JsonRow<'a> {
     pub bytes_per_key_self: Option<f64>,
     /// Peak RSS while this index ran on this key set at this thread count.
     pub peak_rss_bytes: Option<u64>,
+    /// Median sampled latency, ns.
+    pub p50_ns: Option<u64>,
+    /// 99th-percentile sampled latency, ns.
+    pub p99_ns: Option<u64>,
+    /// Largest sampled latency, ns.
+    pub max_ns: Option<u64>,
     /// What the throughput counts: `ops`, or `keys` for scans.
     pub unit: &'a str,
     /// Operations per repetition.
@@ -110,6 +117,12 @@ impl<'a> JsonRow<'a> {
             Status::Failed(problem) => ("failed", Some(problem.as_str())),
         };
         let ok = m.status == Status::Ok;
+        let mut latencies = m.latency_ns.clone();
+        latencies.sort_unstable();
+        let percentile = |p: f64| -> Option<u64> {
+            let last = latencies.len().checked_sub(1)?;
+            (ok).then(|| latencies[((last as f64) * p).round() as usize])
+        };
         JsonRow {
             index: &m.index,
             keys: m.keys.name(),
@@ -122,6 +135,9 @@ impl<'a> JsonRow<'a> {
             bytes_per_key_alloc: m.bytes_per_key_alloc,
             bytes_per_key_self: m.bytes_per_key_self,
             peak_rss_bytes: m.peak_rss_bytes,
+            p50_ns: percentile(0.50),
+            p99_ns: percentile(0.99),
+            max_ns: percentile(1.0),
             unit: m.workload.unit(),
             ops: m.ops,
             repeat: m.mops.len(),
@@ -144,6 +160,9 @@ pub const FIELDS: &[&str] = &[
     "bytes_per_key_alloc",
     "bytes_per_key_self",
     "peak_rss_bytes",
+    "p50_ns",
+    "p99_ns",
+    "max_ns",
     "unit",
     "ops",
     "repeat",
@@ -352,6 +371,7 @@ mod tests {
             threads,
             ops: 1000,
             mops: mops.to_vec(),
+            latency_ns: (1..=100).collect(),
             bytes_per_key_alloc: Some(40.0),
             bytes_per_key_self: None,
             peak_rss_bytes: Some(1 << 20),
@@ -405,6 +425,15 @@ mod tests {
             assert!(v.get(field).is_some(), "missing {field}");
         }
         assert_eq!(v["mops_median"], 3.0);
+        // Latencies 1..=100 ns: nearest-rank percentiles.
+        assert_eq!(
+            (&v["p50_ns"], &v["p99_ns"], &v["max_ns"]),
+            (
+                &serde_json::json!(51),
+                &serde_json::json!(99),
+                &serde_json::json!(100)
+            )
+        );
         assert_eq!(v["index"], "btree");
         assert_eq!(v["status"], "ok");
         let object = v.as_object().unwrap();
@@ -435,7 +464,7 @@ mod tests {
         assert_eq!(lines[0], FIELDS.join(","));
         assert_eq!(
             lines[1],
-            "btree,rand64,1000,lookup,1,3.0,2.0,4.0,40.0,,1048576,ops,1000,3,ok,"
+            "btree,rand64,1000,lookup,1,3.0,2.0,4.0,40.0,,1048576,51,99,100,ops,1000,3,ok,"
         );
         assert!(
             lines[2].ends_with(",skipped,\"no, \"\"really\"\"\""),

@@ -21,7 +21,7 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::str::FromStr;
-use std::sync::Barrier;
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
@@ -226,6 +226,9 @@ pub struct Measurement {
     pub ops: u64,
     /// Throughput of each repetition, in millions of operations (keys, for scans) per second.
     pub mops: Vec<f64>,
+    /// Sampled single-operation latencies of every repetition, in nanoseconds (lookups only:
+    /// every [`LATENCY_SAMPLE_EVERY`]-th operation).
+    pub latency_ns: Vec<u64>,
     /// Bytes allocated by the loaded index per key, from the counting allocator.
     pub bytes_per_key_alloc: Option<f64>,
     /// Bytes per key the index reports itself holding.
@@ -327,6 +330,7 @@ impl<'a> GroupRun<'a> {
             threads,
             ops: workload_ops(workload, ops),
             mops: Vec::new(),
+            latency_ns: Vec::new(),
             bytes_per_key_alloc: None,
             bytes_per_key_self: None,
             peak_rss_bytes: None,
@@ -377,6 +381,7 @@ impl<'a> GroupRun<'a> {
                 loaded: None,
                 mem_alloc: Vec::new(),
                 mem_self: Vec::new(),
+                latencies: Vec::new(),
             },
             rows,
             active,
@@ -413,7 +418,10 @@ impl<'a> GroupRun<'a> {
                     Err(format!("panicked: {}", panic_message(payload.as_ref())))
                 });
             match outcome {
-                Ok(secs) => m.mops.push(m.ops as f64 / secs / 1e6),
+                Ok(secs) => {
+                    m.mops.push(m.ops as f64 / secs / 1e6);
+                    m.latency_ns.append(&mut group.latencies);
+                }
                 Err(problem) => {
                     note(
                         progress,
@@ -515,6 +523,8 @@ struct Group<'a> {
     mem_alloc: Vec<f64>,
     /// Self-reported bytes of each load.
     mem_self: Vec<f64>,
+    /// Latency samples (ns) of the last measurement that takes them (lookups).
+    latencies: Vec<u64>,
 }
 
 impl Group<'_> {
@@ -526,19 +536,16 @@ impl Group<'_> {
                 self.loaded = Some(index);
                 Ok(secs)
             }
-            Workload::Lookup => {
+            Workload::Lookup | Workload::LookupZipf => {
                 let (ops, threads) = (self.ops, self.threads);
-                lookup(
-                    self.ensure_loaded()?,
-                    &ops.lookup_keys,
-                    &ops.lookups,
-                    threads,
-                )
-            }
-            Workload::LookupZipf => {
-                let (ops, threads) = (self.ops, self.threads);
-                let index = self.ensure_loaded()?;
-                lookup(index, &ops.zipf_lookup_keys, &ops.zipf_lookups, threads)
+                let (keys, positions) = if workload == Workload::Lookup {
+                    (&ops.lookup_keys, &ops.lookups)
+                } else {
+                    (&ops.zipf_lookup_keys, &ops.zipf_lookups)
+                };
+                let (secs, latencies) = lookup(self.ensure_loaded()?, keys, positions, threads)?;
+                self.latencies = latencies;
+                Ok(secs)
             }
             Workload::Scan => {
                 let (ops, threads) = (self.ops, self.threads);
@@ -672,19 +679,41 @@ where
 }
 
 /// `keys` are the lookups' keys in lookup order, `lookups` their positions (= tids).
+/// One lookup in this many is timed on its own for the latency percentiles: often enough for
+/// a stable p99, rarely enough that reading the clock (about 20 ns twice) barely touches the
+/// throughput figure.
+pub const LATENCY_SAMPLE_EVERY: usize = 16;
+
+/// Runs lookups of `keys` (in lookup order; `lookups` are their positions, which are their
+/// tids); returns the seconds taken and the latencies of every
+/// [`LATENCY_SAMPLE_EVERY`]-th lookup, in nanoseconds.
 fn lookup(
     index: &dyn BenchIndex,
     keys: &KeySet,
     lookups: &[u32],
     threads: usize,
-) -> Result<f64, String> {
+) -> Result<(f64, Vec<u64>), String> {
+    let samples = Mutex::new(Vec::with_capacity(
+        lookups.len() / LATENCY_SAMPLE_EVERY + threads,
+    ));
     let (elapsed, hits) = run_parallel(lookups, threads, |first, chunk| {
         let mut hits = 0u64;
+        let mut mine = Vec::with_capacity(chunk.len() / LATENCY_SAMPLE_EVERY + 1);
         for (j, &i) in (first..).zip(chunk) {
-            if index.get(keys.key(j)) == Some(u64::from(i)) {
-                hits += 1;
-            }
+            let found = if j % LATENCY_SAMPLE_EVERY == 0 {
+                let start = Instant::now();
+                let found = index.get(keys.key(j));
+                mine.push(start.elapsed().as_nanos() as u64);
+                found
+            } else {
+                index.get(keys.key(j))
+            };
+            hits += u64::from(found == Some(u64::from(i)));
         }
+        samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(mine);
         hits
     });
     if hits != lookups.len() as u64 {
@@ -694,7 +723,8 @@ fn lookup(
             lookups.len()
         ));
     }
-    Ok(elapsed.as_secs_f64())
+    let samples = samples.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok((elapsed.as_secs_f64(), samples))
 }
 
 fn scan(index: &dyn BenchIndex, ops: &OpStreams, threads: usize) -> Result<f64, String> {
