@@ -16,7 +16,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::alloc;
-use crate::keys::KeySet;
+use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, IndexSpec};
 use crate::workload::{run_parallel, settle_deferred_frees};
 
@@ -83,27 +83,23 @@ pub struct Point {
 /// Fails (with the reason) if the index cannot take the key set, is built in bulk, cannot run
 /// on `cfg.threads` threads, or answers wrongly (a missed lookup or delete).
 pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec<Point>, String> {
+    supports(spec, keys.kind, cfg.threads)?;
     let n = keys.len();
     let chunks = cfg.chunks.clamp(1, n.max(1));
-    let index = spec.build(keys.width())?;
-    index.supports(keys.kind)?;
-    if index.loads_in_bulk() {
-        return Err(format!("{} is built in bulk and cannot grow", spec.name()));
-    }
-    if cfg.threads > 1 && !index.concurrent() {
-        return Err(format!("{} is single-threaded", spec.name()));
-    }
     let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x6772_6f77);
     let lookups = ((n as f64 * cfg.lookup_fraction) as usize).max(1);
     let scans = ((n as f64 * cfg.scan_fraction) as usize).max(1);
     let chunk = |c: usize| c * n / chunks..(c + 1) * n / chunks;
+    let mut points = Vec::with_capacity(2 * chunks);
+    let positions: Vec<u32> = (0..n as u32).collect();
 
+    // The index's memory is what the allocator holds beyond this point, less what the driver
+    // itself holds at a reading (nothing: every stream of a chunk is dropped before it).
     settle_deferred_frees();
     let baseline = alloc::current();
-    let mut points = Vec::with_capacity(2 * chunks);
+    let index = spec.build(keys.width())?;
 
     // Grow: keys 0..end are present after a chunk that ends at `end`.
-    let positions: Vec<u32> = (0..n as u32).collect();
     for c in 0..chunks {
         let range = chunk(c);
         let inserted = keys.gather(&positions[range.clone()]);
@@ -114,6 +110,7 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
             }
             0
         });
+        drop(inserted);
         let present = &positions[..range.end];
         let mut point = measure(index.as_ref(), keys, present, lookups, scans, cfg, &mut rng)?;
         point.phase = Phase::Grow;
@@ -135,6 +132,7 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
             }
             hits
         });
+        drop(removed);
         if hits != range.len() as u64 {
             return Err(format!(
                 "{}: {} of {} deletes of present keys missed",
@@ -151,6 +149,21 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
         points.push(point);
     }
     Ok(points)
+}
+
+/// Whether the driver can run `spec` on key set `keys` with `threads` threads, or why not:
+/// the index cannot take the key set, is built in bulk (it has no inserts to grow by), or is
+/// single-threaded and more threads were asked for.
+pub fn supports(spec: IndexSpec, keys: KeySetKind, threads: usize) -> Result<(), String> {
+    let probe = spec.build(keys.width())?;
+    probe.supports(keys)?;
+    if probe.loads_in_bulk() {
+        return Err(format!("{} is built in bulk and cannot grow", spec.name()));
+    }
+    if threads > 1 && !probe.concurrent() {
+        return Err(format!("{} is single-threaded", spec.name()));
+    }
+    Ok(())
 }
 
 /// Times lookups and scans over the `present` keys (positions into `keys`).
@@ -219,7 +232,6 @@ fn record_memory(point: &mut Point, index: &dyn BenchIndex, baseline: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::KeySetKind;
 
     #[test]
     fn grows_then_shrinks_to_empty() {
