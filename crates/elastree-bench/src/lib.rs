@@ -8,6 +8,7 @@
 //! * [`report`]: the table, the JSON lines and the CSV file;
 //! * [`cli`]: the command line ([`cli::BenchArgs`], [`cli::run`]) of `elastree-bench` and
 //!   `elastree bench`;
+//! * [`growshrink`]: the grow-then-shrink (data spike) driver;
 //! * [`repro`]: named experiments (`elastree repro <experiment>`) that write a Markdown
 //!   report, PNG plots and the raw rows.
 //!

@@ -185,17 +185,23 @@ pub fn write_csv(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "{}", FIELDS.join(","))?;
     for m in rows {
         let value = serde_json::to_value(JsonRow::from_measurement(m))?;
-        let cells: Vec<String> = FIELDS
-            .iter()
-            .map(|field| match value.get(field) {
-                None | Some(serde_json::Value::Null) => String::new(),
-                Some(serde_json::Value::String(text)) => csv_cell(text),
-                Some(other) => other.to_string(),
-            })
-            .collect();
-        writeln!(out, "{}", cells.join(","))?;
+        writeln!(out, "{}", csv_line(FIELDS, &value))?;
     }
     Ok(())
+}
+
+/// The CSV line of a JSON object: the values of `fields` in order, a missing or `null` value
+/// an empty cell.
+pub fn csv_line(fields: &[&str], value: &serde_json::Value) -> String {
+    let cells: Vec<String> = fields
+        .iter()
+        .map(|field| match value.get(field) {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(text)) => csv_cell(text),
+            Some(other) => other.to_string(),
+        })
+        .collect();
+    cells.join(",")
 }
 
 /// Writes one JSON object per measurement, one per line.

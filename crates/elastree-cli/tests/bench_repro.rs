@@ -158,3 +158,110 @@ fn repro_btree_baseline_writes_the_report_and_plots() {
     );
     assert!(dir.join("results.csv").exists());
 }
+
+/// The PNG files a report embeds (`![...](file.png)`).
+fn embedded_plots(report: &str) -> Vec<String> {
+    report
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')'))
+        .map(|(file, _)| file.to_string())
+        .filter(|file| file.ends_with(".png"))
+        .collect()
+}
+
+#[test]
+fn repro_runs_every_experiment_at_a_tiny_scale() {
+    for experiment in elastree_bench::repro::EXPERIMENTS {
+        let dir = temp_dir(&format!("repro-every-{}", experiment.name));
+        let out = dir.join("out");
+        // A few thousand keys per key set, and at least what the experiment needs.
+        let n = experiment.min_n.max(2_000);
+        let scale = format!("{}", n as f64 / experiment.base_n as f64);
+        let readme = dir.join("README.md");
+        fs::write(
+            &readme,
+            format!(
+                "# test\n<!-- results:{0} begin -->\nstale\n<!-- results:{0} end -->\nafter\n",
+                experiment.name
+            ),
+        )
+        .unwrap();
+        let run = elastree(&[
+            "repro",
+            experiment.name,
+            "--scale",
+            &scale,
+            "--repeat",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--update-readme",
+            "--readme",
+            readme.to_str().unwrap(),
+        ]);
+        let name = experiment.name;
+        assert!(
+            run.status.success(),
+            "{name}: {}\n{}",
+            text(&run.stdout),
+            text(&run.stderr)
+        );
+
+        let report = fs::read_to_string(out.join("report.md")).expect("report.md");
+        let command = format!("elastree repro {name} --scale {scale}");
+        assert!(report.contains(&command), "{name}: {report}");
+        for section in ["## What was run", "## Machine", "## Plots", "## Raw rows"] {
+            assert!(report.contains(section), "{name}: no {section}:\n{report}");
+        }
+        assert!(!report.contains("FAILED"), "{name}: {report}");
+        let plots = embedded_plots(&report);
+        assert!(!plots.is_empty(), "{name}: no plots in the report");
+        for plot in &plots {
+            let bytes = fs::read(out.join(plot)).unwrap_or_else(|e| panic!("{name}: {plot}: {e}"));
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{name}: {plot}");
+            assert!(bytes.len() > 10_000, "{name}: {plot} is nearly empty");
+        }
+
+        // Raw rows: JSON objects naming an index and a status; some measured, none failed;
+        // every measured number finite and not negative.
+        let jsonl = fs::read_to_string(out.join("results.jsonl")).unwrap();
+        let rows: Vec<serde_json::Value> = jsonl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}")))
+            .collect();
+        assert!(!rows.is_empty(), "{name}: no rows");
+        let mut measured = 0;
+        for row in &rows {
+            assert!(row["index"].is_string(), "{name}: {row}");
+            let status = row["status"].as_str().unwrap_or_default();
+            assert!(["ok", "skipped"].contains(&status), "{name}: {row}");
+            if status != "ok" {
+                assert!(row["note"].is_string(), "{name}: a skip says why: {row}");
+                continue;
+            }
+            for (field, value) in row.as_object().unwrap() {
+                if let Some(v) = value.as_f64() {
+                    assert!(v.is_finite() && v >= 0.0, "{name}: {field} = {v}: {row}");
+                }
+                if field.ends_with("_median") && !value.is_null() {
+                    measured += 1;
+                }
+            }
+        }
+        assert!(measured > 0, "{name}: nothing was measured");
+        let csv = fs::read_to_string(out.join("results.csv")).unwrap();
+        assert_eq!(csv.lines().count(), rows.len() + 1, "{name}: CSV rows");
+
+        // The README block now holds this run's summary and links the report.
+        let readme = fs::read_to_string(&readme).unwrap();
+        assert!(!readme.contains("stale"), "{name}: {readme}");
+        assert!(readme.contains(&command), "{name}: {readme}");
+        assert!(readme.contains("out/report.md"), "{name}: {readme}");
+        assert!(
+            readme.contains("| keys |"),
+            "{name}: no summary table: {readme}"
+        );
+        assert!(readme.ends_with(&format!("<!-- results:{name} end -->\nafter\n")));
+    }
+}
