@@ -68,8 +68,8 @@ states, in our words.
   (which starts compacting at 50M items, 1289 MB, and expands again below 1081 MB), \
   SeqTree128 (every leaf compact) and HOT; ART, Masstree, skip list and Bw-tree were run but \
   left out of the plots as dominated.
-- Memory: STX grows linearly and holds 1281 MB at 50M items (about 26 bytes per item); the \
-  elastic tree stays about flat from 50M to 100M items and at its peak uses about 25% more \
+- Memory: STX grows linearly and holds 1281 MB at 50M items (our arithmetic: about 26 bytes per \
+  item); the elastic tree stays about flat from 50M to 100M items and at its peak uses about 25% more \
   than HOT; HOT and SeqTree128 are about 2.5x as compact as STX at the peak, SeqTree128 10% \
   smaller than HOT.
 - Scans: HOT's scans are 1.5-2x slower than STX's (every scanned key is loaded from the \

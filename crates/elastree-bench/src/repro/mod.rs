@@ -80,7 +80,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 chunks, then delete them in 10 chunks; after each chunk, lookups, 15-key scans, \
                 the chunk's insert or remove throughput and the index's memory; elastree's \
                 btree vs BTreeMap, bplustree, ferntree, congee, scc and SkipMap, one thread",
-        base_n: 1_000_000,
+        // Every index on rand64, mono64 and email, three repetitions: about two minutes on
+        // 2 shared cores (1M keys took three and a half, two thirds of it on email).
+        base_n: 500_000,
         min_n: grow_shrink::MIN_N,
         run: grow_shrink::run,
     },
