@@ -67,7 +67,7 @@ fn btree_baseline(n: usize, repeat: usize, seed: u64) -> RunConfig {
             .collect(),
         keysets: KeySetKind::BASELINE.to_vec(),
         n,
-        workloads: Workload::ALL.to_vec(),
+        workloads: Workload::DEFAULT.to_vec(),
         threads: vec![1],
         repeat,
         seed,
@@ -728,7 +728,7 @@ mod tests {
             ]
         );
         assert_eq!(cfg.keysets, KeySetKind::BASELINE);
-        assert_eq!(cfg.workloads, Workload::ALL);
+        assert_eq!(cfg.workloads, Workload::DEFAULT);
     }
 
     #[test]
