@@ -48,8 +48,12 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_count)]
     pub n: Option<usize>,
 
-    /// Workloads, comma-separated, or `all`: load, lookup, scan, delete.
-    #[arg(long, value_delimiter = ',', default_value = "all")]
+    /// Workloads, comma-separated: load, lookup, lookup-zipf, scan, scan-desc, delete,
+    /// ycsb-a ... ycsb-f; or the groups `default` (load, lookup, lookup-zipf, scan, delete),
+    /// `ycsb` (ycsb-a ... ycsb-f) and `all`. scan and scan-desc count keys per second, the
+    /// rest operations. YCSB workloads each run on their own index loaded with 95% of the
+    /// keys; their inserts add the other 5%.
+    #[arg(long, value_delimiter = ',', default_value = "default")]
     pub workload: Vec<String>,
 
     /// Thread counts, comma-separated.
@@ -88,12 +92,20 @@ pub fn select<T: Copy>(
     all: &[T],
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<Vec<T>, String> {
+    select_groups(names, &[("all", all)], parse)
+}
+
+/// Parses a comma-separated selection where each group's name stands for its items.
+pub fn select_groups<T: Copy>(
+    names: &[String],
+    groups: &[(&str, &[T])],
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
     let mut chosen = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        if name == "all" {
-            chosen.extend_from_slice(all);
-        } else {
-            chosen.push(parse(name)?);
+        match groups.iter().find(|(group, _)| *group == name) {
+            Some((_, items)) => chosen.extend_from_slice(items),
+            None => chosen.push(parse(name)?),
         }
     }
     if chosen.is_empty() {
@@ -147,8 +159,16 @@ impl BenchArgs {
                 .map_err(|e| format!("--keys: {e}"))?,
         );
         let workloads = dedup(
-            select(&self.workload, Workload::ALL, Workload::from_str)
-                .map_err(|e| format!("--workload: {e}"))?,
+            select_groups(
+                &self.workload,
+                &[
+                    ("all", Workload::ALL),
+                    ("default", Workload::DEFAULT),
+                    ("ycsb", Workload::YCSB),
+                ],
+                Workload::from_str,
+            )
+            .map_err(|e| format!("--workload: {e}"))?,
         );
         let cfg = RunConfig {
             indexes,
@@ -314,7 +334,17 @@ mod tests {
         let names: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
         assert_eq!(names, ["btree", "btreemap"]);
         assert_eq!(cfg.keysets, KeySetKind::ALL);
+        assert_eq!(cfg.workloads, Workload::DEFAULT);
+        let cfg = parse(&["--workload", "ycsb,scan-desc,ycsb-a"])
+            .config()
+            .unwrap();
+        let mut expected = Workload::YCSB.to_vec();
+        expected.push(Workload::ScanDesc);
+        assert_eq!(cfg.workloads, expected);
+        let cfg = parse(&["--workload", "all"]).config().unwrap();
         assert_eq!(cfg.workloads, Workload::ALL);
+        let cfg = parse(&["--workload", "default,ycsb-e"]).config().unwrap();
+        assert_eq!(cfg.workloads.len(), Workload::DEFAULT.len() + 1);
     }
 
     #[test]

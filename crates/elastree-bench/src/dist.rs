@@ -45,23 +45,29 @@ impl Zipfian {
             return Err(format!("Zipfian theta must be in [0, 1), got {theta}"));
         }
         let zeta_n = zeta(n, theta);
-        let zeta_2 = zeta(2.min(n), theta);
-        let alpha = 1.0 / (1.0 - theta);
-        // With one or two items the approximation's `eta` is never used (the draw ends at the
-        // rank-0/rank-1 tests); avoid dividing by zero there.
-        let eta = if n > 2 {
-            (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta_2 / zeta_n)
-        } else {
-            1.0
-        };
         Ok(Self {
             n,
             theta,
             zeta_n,
-            alpha,
-            eta,
+            alpha: 1.0 / (1.0 - theta),
+            eta: eta(n, theta, zeta_n),
             half_pow_theta_plus_one: 1.0 + 0.5f64.powf(theta),
         })
+    }
+
+    /// Extends the distribution to `n` items (no change if it already has that many), as
+    /// YCSB's "latest" generator does while records are inserted: `zeta` grows by the new
+    /// terms only, so growing one item at a time costs O(1) per item.
+    pub fn grow(&mut self, n: u64) {
+        if n <= self.n {
+            return;
+        }
+        let theta = self.theta;
+        self.zeta_n += (self.n + 1..=n)
+            .map(|i| 1.0 / (i as f64).powf(theta))
+            .sum::<f64>();
+        self.n = n;
+        self.eta = eta(n, theta, self.zeta_n);
     }
 
     /// A Zipfian over `n` items with YCSB's default skew, 0.99.
@@ -115,6 +121,17 @@ impl Zipfian {
         );
         let mut rng = StdRng::seed_from_u64(seed);
         (0..len).map(|_| self.sample(&mut rng) as u32).collect()
+    }
+}
+
+/// The generator's `eta` for `n` items: `(1 - (2 / n)^(1 - theta)) / (1 - zeta(2) / zeta(n))`.
+/// With one or two items it is never used (the draw ends at the rank-0/rank-1 tests), and 1 avoids
+/// dividing by zero there.
+fn eta(n: u64, theta: f64, zeta_n: f64) -> f64 {
+    if n > 2 {
+        (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta(2, theta) / zeta_n)
+    } else {
+        1.0
     }
 }
 
@@ -262,6 +279,20 @@ mod tests {
         // The ten hottest items are spread, not the first ten.
         let top: Vec<u64> = (0..10).map(|r| scrambled.item_of_rank(r)).collect();
         assert!(top.iter().filter(|&&i| i < 10).count() < 3, "{top:?}");
+    }
+
+    #[test]
+    fn growing_matches_a_fresh_distribution() {
+        let mut grown = Zipfian::new(1, 0.99).unwrap();
+        for n in [2u64, 3, 10, 1_000, 5_000] {
+            grown.grow(n);
+            let fresh = Zipfian::new(n, 0.99).unwrap();
+            assert_eq!(grown.n(), n);
+            assert!((grown.zeta_n() - fresh.zeta_n()).abs() < 1e-9 * fresh.zeta_n());
+            assert!((grown.eta - fresh.eta).abs() < 1e-9);
+        }
+        grown.grow(10);
+        assert_eq!(grown.n(), 5_000, "growing never shrinks");
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //!
 //! * [`keys`]: deterministic key sets (`rand64`, `mono64`, `email`);
 //! * [`peers`]: the [`peers::BenchIndex`] trait and its adapters for elastree and the peers;
-//! * [`workload`]: operation streams, workloads (`load`, `lookup`, `scan`, `delete`) and the
-//!   runner that times them on 1..N threads;
+//! * [`workload`]: operation streams, workloads (`load`, `lookup`, `lookup-zipf`, `scan`,
+//!   `scan-desc`, `delete`, `ycsb-a` ... `ycsb-f`) and the runner that times them on 1..N
+//!   threads;
+//! * [`ycsb`]: the YCSB core workloads' operation streams;
 //! * [`alloc`]: the counting global allocator and RSS readings for memory figures;
 //! * [`report`]: the table, the JSON lines and the CSV file;
 //! * [`cli`]: the command line ([`cli::BenchArgs`], [`cli::run`]) of `elastree-bench` and
@@ -25,6 +27,7 @@ pub mod peers;
 pub mod report;
 pub mod repro;
 pub mod workload;
+pub mod ycsb;
 
 /// Parses a count with an optional decimal suffix: `K` (10^3), `M` (10^6) or `G` (10^9),
 /// case-insensitive, and `_` separators: `200K`, `10M`, `1_000`, `1.5M`.

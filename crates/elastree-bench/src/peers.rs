@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
@@ -65,6 +66,11 @@ pub trait BenchIndex: Send + Sync {
     /// Visits up to `n` pairs in ascending key order starting at the first key `>= start` and
     /// returns how many it visited.
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize;
+
+    /// Visits up to `n` pairs in descending key order starting at the last key `<= start` and
+    /// returns how many it visited. An index without reverse iteration refuses
+    /// [`Workload::ScanDesc`] in [`BenchIndex::supports_workload`] and panics here.
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize;
 
     /// Removes the key; says whether it was present.
     fn remove(&self, key: Key<'_>) -> bool;
@@ -306,6 +312,21 @@ impl BenchIndex for Elastree {
     }
 
     #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let width = self.width;
+        Self::with_bytes(start, |k| {
+            self.index.scan(
+                Bound::Unbounded,
+                Bound::Included(k),
+                Direction::Descending,
+                n,
+                &mut |key, tid| visit(Self::decode(width, key), tid),
+            )
+        })
+        .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.kind))
+    }
+
+    #[inline]
     fn remove(&self, key: Key<'_>) -> bool {
         if !self.may_hold(key) {
             return false;
@@ -408,6 +429,21 @@ fn peer_key_check<K: PeerKey>(name: &str, keys: KeySetKind) -> Result<(), String
     }
 }
 
+/// Visits the first `n` of `entries`; returns how many it visited.
+#[inline]
+fn visit_entries<'a, K: PeerKey>(
+    entries: impl Iterator<Item = (&'a K, &'a u64)>,
+    n: usize,
+    visit: &mut dyn FnMut(Key<'_>, u64),
+) -> usize {
+    let mut count = 0;
+    for (key, &value) in entries.take(n) {
+        visit(key.key(), value);
+        count += 1;
+    }
+    count
+}
+
 // ---------------------------------------------------------------------------------------------
 // std BTreeMap
 // ---------------------------------------------------------------------------------------------
@@ -467,15 +503,24 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for StdBTreeMap<K> {
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         let map = self.lock();
         K::with_ref(start, |k| {
-            let mut count = 0;
-            for (key, &value) in map
-                .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded))
-                .take(n)
-            {
-                visit(key.key(), value);
-                count += 1;
-            }
-            count
+            visit_entries(
+                map.range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded)),
+                n,
+                visit,
+            )
+        })
+    }
+
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let map = self.lock();
+        K::with_ref(start, |k| {
+            visit_entries(
+                map.range::<K::Ref, _>((Bound::Unbounded, Bound::Included(k)))
+                    .rev(),
+                n,
+                visit,
+            )
         })
     }
 
@@ -532,6 +577,56 @@ macro_rules! drain_ascending {
     };
 }
 
+/// Visits up to `$n` pairs ascending from the first key `>= $start` with the raw shared
+/// iterator of a bplustree or ferntree tree (`seek`, then `next`).
+macro_rules! raw_scan_ascending {
+    ($tree:expr, $start:expr, $n:expr, $visit:expr) => {
+        K::with_ref($start, |k| {
+            let mut iter = $tree.raw_iter();
+            iter.seek(k);
+            let mut count = 0;
+            while count < $n {
+                match iter.next() {
+                    Some((key, &value)) => $visit(key.key(), value),
+                    None => break,
+                }
+                count += 1;
+            }
+            count
+        })
+    };
+}
+
+/// Visits up to `$n` pairs descending from the last key `<= $start` with the raw shared
+/// iterator of a bplustree or ferntree tree (`seek_for_prev`, then `prev`).
+///
+/// bplustree 0.1's `seek_for_prev` of a key that is absent and falls inside a leaf leaves the
+/// cursor after the next *larger* key (ferntree 0.7 fixed this), so a first key above the start
+/// is skipped; with ferntree, or a start key that is present, that never happens.
+macro_rules! raw_scan_descending {
+    ($tree:expr, $start:expr, $n:expr, $visit:expr) => {
+        K::with_ref($start, |k| {
+            let mut iter = $tree.raw_iter();
+            iter.seek_for_prev(k);
+            let mut count = 0;
+            let mut first = true;
+            while count < $n {
+                match iter.prev() {
+                    Some((key, _)) if first && Borrow::<K::Ref>::borrow(key) > k => {
+                        first = false;
+                        continue;
+                    }
+                    Some((key, &value)) => $visit(key.key(), value),
+                    None => break,
+                }
+                first = false;
+                count += 1;
+            }
+            count
+        })
+    };
+}
+
 /// Keys removed per batch when emptying a tree before dropping it.
 const DRAIN_BATCH: usize = 4096;
 
@@ -569,19 +664,12 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for BPlus<K> {
 
     #[inline]
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
-        K::with_ref(start, |k| {
-            let mut iter = self.tree.raw_iter();
-            iter.seek(k);
-            let mut count = 0;
-            while count < n {
-                match iter.next() {
-                    Some((key, &value)) => visit(key.key(), value),
-                    None => break,
-                }
-                count += 1;
-            }
-            count
-        })
+        raw_scan_ascending!(self.tree, start, n, visit)
+    }
+
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        raw_scan_descending!(self.tree, start, n, visit)
     }
 
     #[inline]
@@ -649,19 +737,12 @@ impl<K: PeerKey + ferntree::OptimisticRead + Borrow<K::Ref>> BenchIndex for Fern
 
     #[inline]
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
-        K::with_ref(start, |k| {
-            let mut iter = self.tree.raw_iter();
-            iter.seek(k);
-            let mut count = 0;
-            while count < n {
-                match iter.next() {
-                    Some((key, &value)) => visit(key.key(), value),
-                    None => break,
-                }
-                count += 1;
-            }
-            count
-        })
+        raw_scan_ascending!(self.tree, start, n, visit)
+    }
+
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        raw_scan_descending!(self.tree, start, n, visit)
     }
 
     #[inline]
@@ -676,6 +757,10 @@ impl<K: PeerKey + ferntree::OptimisticRead + Borrow<K::Ref>> BenchIndex for Fern
 
 // congee keys and values are `usize`; the benchmark's 8-byte keys are `u64`.
 const _: () = assert!(usize::BITS == 64, "the congee adapter needs 64-bit usize");
+
+/// Why congee skips descending scans.
+const CONGEE_NO_REVERSE: &str =
+    "congee 0.4 has no reverse iteration (its only scan, `range`, is ascending)";
 
 /// `congee::Congee` (ART with OLC), 8-byte keys only. Every operation pins an epoch, as the
 /// crate's examples do; congee's range end is exclusive, so scans end at `u64::MAX` (which the
@@ -714,6 +799,13 @@ impl BenchIndex for Art {
 
     fn concurrent(&self) -> bool {
         true
+    }
+
+    fn supports_workload(&self, workload: Workload) -> Result<(), String> {
+        match workload {
+            Workload::ScanDesc => Err(CONGEE_NO_REVERSE.to_string()),
+            _ => Ok(()),
+        }
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
@@ -768,6 +860,11 @@ impl BenchIndex for Art {
             }
         }
         count
+    }
+
+    /// Never called: congee refuses [`Workload::ScanDesc`].
+    fn scan_desc(&self, _start: Key<'_>, _n: usize, _visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        panic!("{CONGEE_NO_REVERSE}");
     }
 
     #[inline]
@@ -829,16 +926,28 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for SccTree<K> {
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         K::with_ref(start, |k| {
             let guard = scc::Guard::new();
-            let mut count = 0;
-            for (key, &value) in self
-                .tree
-                .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded), &guard)
-                .take(n)
-            {
-                visit(key.key(), value);
-                count += 1;
-            }
-            count
+            visit_entries(
+                self.tree
+                    .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded), &guard),
+                n,
+                visit,
+            )
+        })
+    }
+
+    /// `range(..=start)` iterated from the back: scc's `Range` is double-ended and starts its
+    /// backward walk at the range's upper bound.
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        K::with_ref(start, |k| {
+            let guard = scc::Guard::new();
+            visit_entries(
+                self.tree
+                    .range::<K::Ref, _>((Bound::Unbounded, Bound::Included(k)), &guard)
+                    .rev(),
+                n,
+                visit,
+            )
         })
     }
 
@@ -852,9 +961,29 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for SccTree<K> {
 // crossbeam_skiplist::SkipMap
 // ---------------------------------------------------------------------------------------------
 
-/// `crossbeam_skiplist::SkipMap`.
+/// Visits the first `n` skip-list entries of `entries`; returns how many it visited.
+#[inline]
+fn visit_skip_entries<'a, K: PeerKey>(
+    entries: impl Iterator<Item = crossbeam_skiplist::map::Entry<'a, K, AtomicU64>>,
+    n: usize,
+    visit: &mut dyn FnMut(Key<'_>, u64),
+) -> usize {
+    let mut count = 0;
+    for entry in entries.take(n) {
+        visit(entry.key().key(), entry.value().load(Ordering::Acquire));
+        count += 1;
+    }
+    count
+}
+
+/// `crossbeam_skiplist::SkipMap` with `AtomicU64` values.
+///
+/// `SkipMap::insert` of a key that is present is not an atomic replacement: it unlinks the old
+/// node, then links a new one, and a concurrent `get` in between finds no key at all. So values
+/// are atomics, and an insert is `get_or_insert` (one search, as `insert` does) followed by a
+/// store into the entry's value: an update of a present key never makes it disappear.
 pub struct Skip<K: PeerKey> {
-    map: crossbeam_skiplist::SkipMap<K, u64>,
+    map: crossbeam_skiplist::SkipMap<K, AtomicU64>,
 }
 
 impl<K: PeerKey> Skip<K> {
@@ -887,27 +1016,44 @@ impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for Skip<K> {
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {
-        self.map.insert(K::owned(key), value);
+        self.map
+            .get_or_insert(K::owned(key), AtomicU64::new(value))
+            .value()
+            .store(value, Ordering::Release);
     }
 
     #[inline]
     fn get(&self, key: Key<'_>) -> Option<u64> {
-        K::with_ref(key, |k| self.map.get(k).map(|entry| *entry.value()))
+        K::with_ref(key, |k| {
+            self.map
+                .get(k)
+                .map(|entry| entry.value().load(Ordering::Acquire))
+        })
     }
 
     #[inline]
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         K::with_ref(start, |k| {
-            let mut count = 0;
-            for entry in self
-                .map
-                .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded))
-                .take(n)
-            {
-                visit(entry.key().key(), *entry.value());
-                count += 1;
-            }
-            count
+            visit_skip_entries(
+                self.map
+                    .range::<K::Ref, _>((Bound::Included(k), Bound::Unbounded)),
+                n,
+                visit,
+            )
+        })
+    }
+
+    /// `range(..=start)` iterated from the back (`SkipMap`'s `Range` is double-ended).
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        K::with_ref(start, |k| {
+            visit_skip_entries(
+                self.map
+                    .range::<K::Ref, _>((Bound::Unbounded, Bound::Included(k)))
+                    .rev(),
+                n,
+                visit,
+            )
         })
     }
 
@@ -1016,11 +1162,16 @@ impl BenchIndex for SortedArray {
     }
 
     fn supports_workload(&self, workload: Workload) -> Result<(), String> {
+        let read_only = || Err("sorted array is read-only (built by one bulk sort)".to_string());
         match workload {
-            Workload::Delete => {
-                Err("sorted array is read-only (built by one bulk sort)".to_string())
-            }
-            Workload::Load | Workload::Lookup | Workload::LookupZipf | Workload::Scan => Ok(()),
+            Workload::Delete => read_only(),
+            Workload::Ycsb(y) if !y.read_only() => read_only(),
+            Workload::Load
+            | Workload::Lookup
+            | Workload::LookupZipf
+            | Workload::Scan
+            | Workload::ScanDesc
+            | Workload::Ycsb(_) => Ok(()),
         }
     }
 
@@ -1089,6 +1240,24 @@ impl BenchIndex for SortedArray {
                 Some((k, tid)) => visit(k, tid),
                 None => break,
             }
+            count += 1;
+        }
+        count
+    }
+
+    /// From the last key `<= start` back towards the first.
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let pos = self.lower_bound(start);
+        // One past the last key `<= start`.
+        let end = match self.entry(pos) {
+            Some((k, _)) if k == start => pos + 1,
+            _ => pos,
+        };
+        let mut count = 0;
+        for i in (0..end).rev().take(n) {
+            let (k, tid) = self.entry(i).expect("below the end");
+            visit(k, tid);
             count += 1;
         }
         count

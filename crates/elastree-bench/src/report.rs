@@ -2,7 +2,7 @@
 //!
 //! The table has one row per index, key set, workload and thread count: throughput median
 //! [min-max] over the repetitions in millions of operations per second (keys per second for
-//! scans), the ratio to the `btreemap` row of the same key set and workload (same thread count
+//! `scan` and `scan-desc`), the ratio to the `btreemap` row of the same key set and workload (same thread count
 //! if there is one, else its single-thread row), and bytes per key from the counting allocator
 //! and as the index reports itself.
 //!
@@ -17,7 +17,7 @@
 //! | `index` | string | the index: `btree` (elastree) or a peer (`btreemap`, `bplustree`, `ferntree`, `congee`, `scc`, `skipmap`, `sorted`) |
 //! | `keys` | string | the key set (`rand64`, `mono64`, `email`, ...) |
 //! | `n` | integer | keys in the key set |
-//! | `workload` | string | `load`, `lookup`, `scan` or `delete` |
+//! | `workload` | string | `load`, `lookup`, `lookup-zipf`, `scan`, `scan-desc`, `delete`, or a YCSB core workload `ycsb-a` ... `ycsb-f` |
 //! | `threads` | integer | threads that ran the workload |
 //! | `mops_median` | number or null | median throughput over the repetitions, millions of `unit`s per second |
 //! | `mops_min` | number or null | the slowest repetition's throughput |
@@ -25,8 +25,8 @@
 //! | `bytes_per_key_alloc` | number or null | bytes the loaded index holds according to the counting global allocator, divided by `n` |
 //! | `bytes_per_key_self` | number or null | bytes the index reports for itself (its own accounting), divided by `n` |
 //! | `peak_rss_bytes` | integer or null | the process's peak RSS while this index ran on this key set at this thread count (includes the key set and operation streams) |
-//! | `p50_ns`, `p99_ns`, `max_ns` | integer or null | lookups only: median, 99th percentile and largest latency of one operation, in nanoseconds, over every 16th lookup of every repetition |
-//! | `unit` | string | what the throughput counts: `ops`, or `keys` for scans (keys visited) |
+//! | `p50_ns`, `p99_ns`, `max_ns` | integer or null | median, 99th percentile and largest latency of one operation, in nanoseconds, over every 16th operation of every repetition: one insert, lookup or remove; one whole scan for `scan` and `scan-desc`; one operation of whatever kind for YCSB (a YCSB-E scan is one operation). `null` for a bulk load (the sorted array) |
+//! | `unit` | string | what the throughput counts: `ops`, or `keys` for `scan` and `scan-desc` (keys visited) |
 //! | `ops` | integer | operations per repetition |
 //! | `repeat` | integer | repetitions measured |
 //! | `status` | string | `ok`, `skipped` or `failed` |
@@ -95,7 +95,7 @@ pub struct JsonRow<'a> {
     pub p99_ns: Option<u64>,
     /// Largest sampled latency, ns.
     pub max_ns: Option<u64>,
-    /// What the throughput counts: `ops`, or `keys` for scans.
+    /// What the throughput counts: `ops`, or `keys` for `scan` and `scan-desc`.
     pub unit: &'a str,
     /// Operations per repetition.
     pub ops: u64,
@@ -337,7 +337,7 @@ pub fn render_table(rows: &[Measurement]) -> String {
         out.push('\n');
     }
     out.push_str(
-        "* scan throughput counts keys visited per second. Ratios compare medians with the \
+        "* scan and scan-desc throughput counts keys visited per second. Ratios compare medians with the \
          btreemap row of the same keys and workload.\n\
          B/key alloc: bytes the loaded index allocated (counting allocator) / keys; B/key self: \
          the index's own accounting.\n\

@@ -14,8 +14,23 @@
 //!   (theta 0.99, YCSB's request distribution).
 //! * `scan`: `n / 10` scans of `scan_len` (15) keys ascending from a random existing key (never
 //!   closer than `scan_len` keys to the end); reported in keys per second.
+//! * `scan-desc`: `n / 10` scans of `scan_len` keys descending from a random existing key
+//!   (never closer than `scan_len` keys to the start); reported in keys per second. Indexes
+//!   without reverse iteration skip it.
 //! * `delete`: removes every key in random order; every remove must hit and the index must be
 //!   empty afterwards. Each repetition deletes from a freshly loaded index.
+//! * `ycsb-a` ... `ycsb-f`: the YCSB core workloads (see [`crate::ycsb`]), in operations per
+//!   second. They change the index (updates, inserts of keys the load left out), so each runs
+//!   on an index of its own, freshly loaded (untimed) with the first 95% of the key set; they
+//!   come last in a pass, after `delete`, and the pass's shared index is dropped before them.
+//!
+//! Every workload samples latency: every [`LATENCY_SAMPLE_EVERY`]-th operation (scan, for the
+//! scan workloads; YCSB operation of whatever kind) is timed on its own. A bulk load (the
+//! sorted array) is one operation and has no per-operation latency.
+//!
+//! The workloads of a pass run in [`Workload::ALL`] order, whatever order they were given in:
+//! `load` leaves the loaded index that `lookup`, `lookup-zipf`, `scan` and `scan-desc` read
+//! (loading one untimed if `load` was not asked for) and `delete` empties.
 
 use std::any::Any;
 use std::fmt;
@@ -29,10 +44,13 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use elastree::Direction;
+
 use crate::alloc;
 use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, IndexSpec};
+use crate::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
 
 /// The skew of the `lookup-zipf` workload: YCSB's default request distribution.
 pub const ZIPF_THETA: f64 = 0.99;
@@ -52,19 +70,43 @@ pub enum Workload {
     LookupZipf,
     /// Short ascending range scans from random existing keys.
     Scan,
+    /// Short descending range scans from random existing keys.
+    ScanDesc,
     /// Remove every key in random order.
     Delete,
+    /// A YCSB core workload, on an index of its own loaded with 95% of the keys.
+    Ycsb(Ycsb),
 }
 
 impl Workload {
-    /// Every workload, in the order a run performs them.
+    /// Every workload, in the order a run performs them (`--workload all`).
     pub const ALL: &'static [Workload] = &[
+        Workload::Load,
+        Workload::Lookup,
+        Workload::LookupZipf,
+        Workload::Scan,
+        Workload::ScanDesc,
+        Workload::Delete,
+        Workload::Ycsb(Ycsb::A),
+        Workload::Ycsb(Ycsb::B),
+        Workload::Ycsb(Ycsb::C),
+        Workload::Ycsb(Ycsb::D),
+        Workload::Ycsb(Ycsb::E),
+        Workload::Ycsb(Ycsb::F),
+    ];
+
+    /// The workloads of a default run (`elastree bench` without `--workload`, and
+    /// `repro btree-baseline`): load, lookup, lookup-zipf, scan, delete.
+    pub const DEFAULT: &'static [Workload] = &[
         Workload::Load,
         Workload::Lookup,
         Workload::LookupZipf,
         Workload::Scan,
         Workload::Delete,
     ];
+
+    /// The six YCSB core workloads (`--workload ycsb`): the end of [`Workload::ALL`].
+    pub const YCSB: &'static [Workload] = Workload::ALL.split_at(6).1;
 
     /// The workload's CLI name.
     pub fn name(self) -> &'static str {
@@ -73,15 +115,22 @@ impl Workload {
             Workload::Lookup => "lookup",
             Workload::LookupZipf => "lookup-zipf",
             Workload::Scan => "scan",
+            Workload::ScanDesc => "scan-desc",
             Workload::Delete => "delete",
+            Workload::Ycsb(ycsb) => ycsb.name(),
         }
     }
 
-    /// What the throughput counts: operations, or keys for scans.
+    /// What the throughput counts: operations, or keys for the `scan` and `scan-desc`
+    /// workloads (a YCSB-E scan counts as one operation).
     pub fn unit(self) -> &'static str {
         match self {
-            Workload::Scan => "keys",
-            Workload::Load | Workload::Lookup | Workload::LookupZipf | Workload::Delete => "ops",
+            Workload::Scan | Workload::ScanDesc => "keys",
+            Workload::Load
+            | Workload::Lookup
+            | Workload::LookupZipf
+            | Workload::Delete
+            | Workload::Ycsb(_) => "ops",
         }
     }
 }
@@ -117,6 +166,9 @@ pub struct OpStreams {
     /// Key positions to start scans at: uniformly random over the sorted keys, leaving at least
     /// `scan_len` keys from each start to the end.
     pub scan_starts: Vec<u32>,
+    /// Key positions to start descending scans at: uniformly random over the sorted keys,
+    /// leaving at least `scan_len` keys from the start to each.
+    pub scan_desc_starts: Vec<u32>,
     /// Keys per scan.
     pub scan_len: usize,
     /// Key positions in delete order: a random permutation of `0..n`.
@@ -129,6 +181,8 @@ pub struct OpStreams {
     pub zipf_lookup_keys: KeySet,
     /// The keys of `scan_starts`, in scan order.
     pub scan_keys: KeySet,
+    /// The keys of `scan_desc_starts`, in scan order.
+    pub scan_desc_keys: KeySet,
     /// The keys of `deletes`, in delete order.
     pub delete_keys: KeySet,
     /// Key positions sorted by key.
@@ -158,6 +212,9 @@ impl OpStreams {
             .collect();
         let mut deletes = load.clone();
         deletes.shuffle(&mut rng);
+        let scan_desc_starts: Vec<u32> = (0..(n / 10).max(1))
+            .map(|_| sorted[rng.gen_range(scan_len - 1..n)])
+            .collect();
         let zipf_lookups = ScrambledZipfian::new(n as u64, ZIPF_THETA, seed)
             .expect("theta 0.99 over a non-empty key set")
             .positions(n, seed ^ 0x7a69_7066);
@@ -166,10 +223,12 @@ impl OpStreams {
             zipf_lookup_keys: keys.gather(&zipf_lookups),
             zipf_lookups,
             scan_keys: keys.gather(&scan_starts),
+            scan_desc_keys: keys.gather(&scan_desc_starts),
             delete_keys: keys.gather(&deletes),
             load,
             lookups,
             scan_starts,
+            scan_desc_starts,
             scan_len,
             deletes,
             sorted,
@@ -226,8 +285,9 @@ pub struct Measurement {
     pub ops: u64,
     /// Throughput of each repetition, in millions of operations (keys, for scans) per second.
     pub mops: Vec<f64>,
-    /// Sampled single-operation latencies of every repetition, in nanoseconds (lookups only:
-    /// every [`LATENCY_SAMPLE_EVERY`]-th operation).
+    /// Sampled single-operation latencies of every repetition, in nanoseconds: every
+    /// [`LATENCY_SAMPLE_EVERY`]-th operation (a whole scan, for the scan workloads); none for a
+    /// bulk load.
     pub latency_ns: Vec<u64>,
     /// Bytes allocated by the loaded index per key, from the counting allocator.
     pub bytes_per_key_alloc: Option<f64>,
@@ -262,8 +322,10 @@ pub fn planned_measurements(cfg: &RunConfig) -> u64 {
 /// workload and thread count.
 ///
 /// Repetitions are interleaved: each repetition runs one *pass* per index (load, lookup, scan,
-/// delete on one freshly loaded copy), index after index, so a slow spell of this shared
-/// machine lands on every index alike instead of on whichever index ran during it.
+/// delete on one freshly loaded copy, then each YCSB workload on a fresh load of its own),
+/// index after index, so a slow spell of this shared machine lands on every index alike
+/// instead of on whichever index ran during it. YCSB streams depend on the thread count (see
+/// [`crate::ycsb`]) and are generated per thread count, shared by every index.
 pub fn run_suite(cfg: &RunConfig, progress: &ProgressBar) -> Vec<Measurement> {
     let mut rows = Vec::new();
     for &kind in &cfg.keysets {
@@ -278,10 +340,22 @@ pub fn run_suite(cfg: &RunConfig, progress: &ProgressBar) -> Vec<Measurement> {
             &format!("{kind}: average key length {:.1} bytes", keys.avg_key_len()),
         );
         for &threads in &cfg.threads {
+            let ycsb: Vec<YcsbStream> = cfg
+                .workloads
+                .iter()
+                .filter_map(|&w| match w {
+                    Workload::Ycsb(y) => Some(YcsbStream::generate(y, &keys, threads, cfg.seed)),
+                    _ => None,
+                })
+                .collect();
+            let streams = Streams {
+                ops: &ops,
+                ycsb: &ycsb,
+            };
             let mut groups: Vec<GroupRun<'_>> = cfg
                 .indexes
                 .iter()
-                .map(|&spec| GroupRun::new(spec, &keys, &ops, threads, cfg, progress))
+                .map(|&spec| GroupRun::new(spec, &keys, streams, threads, cfg, progress))
                 .collect();
             for _ in 0..cfg.repeat {
                 for group in &mut groups {
@@ -314,7 +388,7 @@ impl<'a> GroupRun<'a> {
     fn new(
         spec: IndexSpec,
         keys: &'a KeySet,
-        ops: &'a OpStreams,
+        streams: Streams<'a>,
         threads: usize,
         cfg: &RunConfig,
         progress: &ProgressBar,
@@ -328,7 +402,7 @@ impl<'a> GroupRun<'a> {
             n: keys.len(),
             workload,
             threads,
-            ops: workload_ops(workload, ops),
+            ops: streams.ops_of(workload),
             mops: Vec::new(),
             latency_ns: Vec::new(),
             bytes_per_key_alloc: None,
@@ -376,7 +450,8 @@ impl<'a> GroupRun<'a> {
             group: Group {
                 spec,
                 keys,
-                ops,
+                ops: streams.ops,
+                ycsb: streams.ycsb,
                 threads,
                 loaded: None,
                 mem_alloc: Vec::new(),
@@ -398,6 +473,13 @@ impl<'a> GroupRun<'a> {
         settle_deferred_frees();
         alloc::release_free_memory();
         alloc::reset_peak_rss();
+        // The latency samples the pass adds to the rows are the harness's, not the index's.
+        let sample_bytes = |rows: &[Measurement]| -> usize {
+            rows.iter()
+                .map(|m| m.latency_ns.capacity() * std::mem::size_of::<u64>())
+                .sum()
+        };
+        let samples_before = sample_bytes(&self.rows);
         let before = alloc::current();
         let (name, kind, threads) = (
             self.group.spec.name(),
@@ -436,7 +518,10 @@ impl<'a> GroupRun<'a> {
         self.group.loaded = None;
         self.peak_rss = self.peak_rss.max(alloc::peak_rss_bytes());
         settle_deferred_frees();
-        self.retained += alloc::current().saturating_sub(before);
+        let samples_added = sample_bytes(&self.rows).saturating_sub(samples_before);
+        self.retained += alloc::current()
+            .saturating_sub(before)
+            .saturating_sub(samples_added);
     }
 
     /// The finished rows, with memory figures; notes memory the index never freed.
@@ -486,14 +571,33 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-fn workload_ops(workload: Workload, ops: &OpStreams) -> u64 {
-    match workload {
-        Workload::Load => ops.load.len() as u64,
-        Workload::Lookup => ops.lookups.len() as u64,
-        Workload::LookupZipf => ops.zipf_lookups.len() as u64,
-        Workload::Scan => (ops.scan_starts.len() * ops.scan_len) as u64,
-        Workload::Delete => ops.deletes.len() as u64,
+/// The operation streams of one key set at one thread count.
+#[derive(Clone, Copy)]
+struct Streams<'a> {
+    ops: &'a OpStreams,
+    /// The YCSB streams of the YCSB workloads asked for.
+    ycsb: &'a [YcsbStream],
+}
+
+impl Streams<'_> {
+    /// Operations (keys, for `scan` and `scan-desc`) per repetition of `workload`.
+    fn ops_of(&self, workload: Workload) -> u64 {
+        let ops = self.ops;
+        match workload {
+            Workload::Load => ops.load.len() as u64,
+            Workload::Lookup => ops.lookups.len() as u64,
+            Workload::LookupZipf => ops.zipf_lookups.len() as u64,
+            Workload::Scan => (ops.scan_starts.len() * ops.scan_len) as u64,
+            Workload::ScanDesc => (ops.scan_desc_starts.len() * ops.scan_len) as u64,
+            Workload::Delete => ops.deletes.len() as u64,
+            Workload::Ycsb(y) => ycsb_stream(self.ycsb, y).map_or(0, |s| s.plan.len() as u64),
+        }
     }
+}
+
+/// The stream of YCSB workload `y` among `streams`.
+fn ycsb_stream(streams: &[YcsbStream], y: Ycsb) -> Option<&YcsbStream> {
+    streams.iter().find(|s| s.plan.workload == y)
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
@@ -511,11 +615,16 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// What one timed run yields: its seconds and its sampled latencies in nanoseconds.
+type Timed = (f64, Vec<u64>);
+
 /// The state of one index × key set × thread count while its workloads run.
 struct Group<'a> {
     spec: IndexSpec,
     keys: &'a KeySet,
     ops: &'a OpStreams,
+    /// The YCSB streams of this thread count.
+    ycsb: &'a [YcsbStream],
     threads: usize,
     /// The index loaded with every key, if there is one.
     loaded: Option<Box<dyn BenchIndex>>,
@@ -523,42 +632,71 @@ struct Group<'a> {
     mem_alloc: Vec<f64>,
     /// Self-reported bytes of each load.
     mem_self: Vec<f64>,
-    /// Latency samples (ns) of the last measurement that takes them (lookups).
+    /// Latency samples (ns) of the last measurement.
     latencies: Vec<u64>,
 }
 
 impl Group<'_> {
-    /// Runs one repetition of `workload` and returns its timed seconds, or what went wrong.
+    /// Runs one repetition of `workload` and returns its timed seconds, or what went wrong;
+    /// leaves the measurement's latency samples in `self.latencies`.
     fn measure(&mut self, workload: Workload) -> Result<f64, String> {
-        match workload {
+        let (ops, threads) = (self.ops, self.threads);
+        let (secs, latencies) = match workload {
             Workload::Load => {
-                let (index, secs) = self.load()?;
+                let (index, timed) = self.load()?;
                 self.loaded = Some(index);
-                Ok(secs)
+                timed
             }
             Workload::Lookup | Workload::LookupZipf => {
-                let (ops, threads) = (self.ops, self.threads);
                 let (keys, positions) = if workload == Workload::Lookup {
                     (&ops.lookup_keys, &ops.lookups)
                 } else {
                     (&ops.zipf_lookup_keys, &ops.zipf_lookups)
                 };
-                let (secs, latencies) = lookup(self.ensure_loaded()?, keys, positions, threads)?;
-                self.latencies = latencies;
-                Ok(secs)
+                lookup(self.ensure_loaded()?, keys, positions, threads)?
             }
-            Workload::Scan => {
-                let (ops, threads) = (self.ops, self.threads);
-                scan(self.ensure_loaded()?, ops, threads)
+            Workload::Scan | Workload::ScanDesc => {
+                let (starts, direction) = if workload == Workload::Scan {
+                    ((&ops.scan_starts[..], &ops.scan_keys), Direction::Ascending)
+                } else {
+                    (
+                        (&ops.scan_desc_starts[..], &ops.scan_desc_keys),
+                        Direction::Descending,
+                    )
+                };
+                scan(
+                    self.ensure_loaded()?,
+                    starts,
+                    ops.scan_len,
+                    threads,
+                    direction,
+                )?
             }
             Workload::Delete => {
                 self.ensure_loaded()?;
                 let index = self.loaded.take().expect("just loaded");
-                let secs = delete(index.as_ref(), self.keys, self.ops, self.threads);
-                drop(index);
-                secs
+                delete(index.as_ref(), self.keys, ops, threads)?
             }
-        }
+            Workload::Ycsb(y) => {
+                let stream = ycsb_stream(self.ycsb, y)
+                    .ok_or_else(|| format!("no {y} stream was generated"))?;
+                // YCSB workloads come last in a pass and change the index, so each runs on a
+                // fresh load of its own; the pass's fully loaded copy is not needed any more.
+                self.loaded = None;
+                settle_deferred_frees();
+                let index = self.spec.build(self.keys.width())?;
+                let (index, _) = fill(
+                    index,
+                    self.keys,
+                    &ops.load[..stream.plan.loaded],
+                    threads,
+                    None,
+                )?;
+                ycsb(index.as_ref(), self.keys, stream, threads)?
+            }
+        };
+        self.latencies = latencies;
+        Ok(secs)
     }
 
     /// The loaded index, loading one (untimed) if there is none.
@@ -570,30 +708,26 @@ impl Group<'_> {
         Ok(self.loaded.as_deref().expect("just loaded"))
     }
 
-    /// Builds and loads a fresh index, recording its memory; returns it with the timed seconds.
-    fn load(&mut self) -> Result<(Box<dyn BenchIndex>, f64), String> {
+    /// Builds and loads a fresh index with every key, recording its memory; returns it with
+    /// the timed seconds and the sampled insert latencies.
+    fn load(&mut self) -> Result<(Box<dyn BenchIndex>, Timed), String> {
         // Free the previous copy first so that its memory is not counted twice, and let the
         // frees that earlier indexes deferred to their epoch collectors happen now rather than
         // during this load.
         self.loaded = None;
         settle_deferred_frees();
+        // The sample buffers are allocated before the memory reading, so that they do not
+        // count as the index's.
+        let latencies = Latencies::new(self.ops.load.len(), self.threads);
         let before = alloc::current();
-        let mut index = self.spec.build(self.keys.width())?;
-        let secs = if index.loads_in_bulk() {
-            let start = Instant::now();
-            index.bulk_load(self.keys)?;
-            start.elapsed().as_secs_f64()
-        } else {
-            let shared: &dyn BenchIndex = index.as_ref();
-            let keys = self.keys;
-            let (elapsed, _) = run_parallel(&self.ops.load, self.threads, |_, chunk| {
-                for &i in chunk {
-                    shared.insert(keys.key(i as usize), u64::from(i));
-                }
-                0
-            });
-            elapsed.as_secs_f64()
-        };
+        let index = self.spec.build(self.keys.width())?;
+        let (index, secs) = fill(
+            index,
+            self.keys,
+            &self.ops.load,
+            self.threads,
+            Some(&latencies),
+        )?;
         // Nodes the load retired (split, replaced) are freed now, so both figures below count
         // what the loaded index holds.
         settle_deferred_frees();
@@ -604,8 +738,51 @@ impl Group<'_> {
         if let Some(bytes) = index.self_reported_bytes() {
             self.mem_self.push(bytes as f64);
         }
-        Ok((index, secs))
+        Ok((index, (secs, latencies.into_samples())))
     }
+}
+
+/// Loads `index` with the keys at `positions` (key `i` mapping to tid `i`): by bulk load if the
+/// index loads in bulk, else by inserts on `threads` threads, sampling their latencies into
+/// `latencies` if given. Returns the index and the timed seconds.
+fn fill(
+    mut index: Box<dyn BenchIndex>,
+    keys: &KeySet,
+    positions: &[u32],
+    threads: usize,
+    latencies: Option<&Latencies>,
+) -> Result<(Box<dyn BenchIndex>, f64), String> {
+    if index.loads_in_bulk() {
+        // A bulk load maps key `i` of the set it is given to tid `i`: the whole key set, or a
+        // prefix of it (`positions` are `0..count`), keeps tids equal to positions.
+        let prefix;
+        let set = if positions.len() == keys.len() {
+            keys
+        } else {
+            debug_assert!(positions.iter().zip(0u32..).all(|(&p, i)| p == i));
+            prefix = keys.gather(positions);
+            &prefix
+        };
+        let start = Instant::now();
+        index.bulk_load(set)?;
+        return Ok((index, start.elapsed().as_secs_f64()));
+    }
+    let shared: &dyn BenchIndex = index.as_ref();
+    let unsampled = Latencies::none();
+    let (elapsed, _) = run_sampled(
+        positions,
+        threads,
+        latencies.unwrap_or(&unsampled),
+        |first, chunk, samples| {
+            for (j, &i) in (first..).zip(chunk) {
+                sampled(samples, j, || {
+                    shared.insert(keys.key(i as usize), u64::from(i))
+                });
+            }
+            0
+        },
+    );
+    Ok((index, elapsed.as_secs_f64()))
 }
 
 /// Lets the frees that epoch-based indexes deferred happen now, before a memory reading.
@@ -678,42 +855,117 @@ where
     })
 }
 
-/// `keys` are the lookups' keys in lookup order, `lookups` their positions (= tids).
-/// One lookup in this many is timed on its own for the latency percentiles: often enough for
-/// a stable p99, rarely enough that reading the clock (about 20 ns twice) barely touches the
-/// throughput figure.
+/// One operation in this many is timed on its own for the latency percentiles: often enough
+/// for a stable p99, rarely enough that reading the clock (about 20 ns twice) barely touches
+/// the throughput figure.
 pub const LATENCY_SAMPLE_EVERY: usize = 16;
 
+/// Per-thread buffers for the latency samples of one timed run, allocated before it so that
+/// sampling allocates nothing inside the timed region (nor anything a memory reading around
+/// it would count).
+pub struct Latencies {
+    buffers: Mutex<Vec<Vec<u64>>>,
+    /// Whether to take samples at all.
+    sampling: bool,
+}
+
+impl Latencies {
+    /// Buffers for a run of `ops` operations on `threads` threads.
+    pub fn new(ops: usize, threads: usize) -> Self {
+        let threads = threads.max(1);
+        let per_thread = ops.div_ceil(threads) / LATENCY_SAMPLE_EVERY + 2;
+        Self {
+            buffers: Mutex::new(
+                (0..threads)
+                    .map(|_| Vec::with_capacity(per_thread))
+                    .collect(),
+            ),
+            sampling: true,
+        }
+    }
+
+    /// No buffers: a run that takes no samples.
+    pub fn none() -> Self {
+        Self {
+            buffers: Mutex::new(Vec::new()),
+            sampling: false,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u64>>> {
+        self.buffers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every sample taken, in nanoseconds.
+    pub fn into_samples(self) -> Vec<u64> {
+        let buffers = self.buffers.into_inner().unwrap_or_else(|e| e.into_inner());
+        buffers.concat()
+    }
+}
+
+/// Where one thread puts its samples: a buffer of [`Latencies`], or nowhere.
+pub struct Samples {
+    buffer: Vec<u64>,
+    sampling: bool,
+}
+
+/// Runs `op`, timing it into `samples` if `j` (its position in the whole operation stream)
+/// is a multiple of [`LATENCY_SAMPLE_EVERY`].
+#[inline(always)]
+pub fn sampled<R>(samples: &mut Samples, j: usize, op: impl FnOnce() -> R) -> R {
+    if samples.sampling && j % LATENCY_SAMPLE_EVERY == 0 {
+        let start = Instant::now();
+        let result = op();
+        samples.buffer.push(start.elapsed().as_nanos() as u64);
+        result
+    } else {
+        op()
+    }
+}
+
+/// [`run_parallel`] with a [`Samples`] buffer from `latencies` for each thread, returned to it
+/// when the thread's chunk is done.
+pub fn run_sampled<F>(
+    ops: &[u32],
+    threads: usize,
+    latencies: &Latencies,
+    work: F,
+) -> (Duration, u64)
+where
+    F: Fn(usize, &[u32], &mut Samples) -> u64 + Sync,
+{
+    run_parallel(ops, threads, |first, chunk| {
+        let mut samples = Samples {
+            buffer: if latencies.sampling {
+                latencies.lock().pop().unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+            sampling: latencies.sampling,
+        };
+        let result = work(first, chunk, &mut samples);
+        if latencies.sampling {
+            latencies.lock().push(samples.buffer);
+        }
+        result
+    })
+}
+
 /// Runs lookups of `keys` (in lookup order; `lookups` are their positions, which are their
-/// tids); returns the seconds taken and the latencies of every
-/// [`LATENCY_SAMPLE_EVERY`]-th lookup, in nanoseconds.
+/// tids); returns the seconds taken and the sampled latencies in nanoseconds.
 fn lookup(
     index: &dyn BenchIndex,
     keys: &KeySet,
     lookups: &[u32],
     threads: usize,
-) -> Result<(f64, Vec<u64>), String> {
-    let samples = Mutex::new(Vec::with_capacity(
-        lookups.len() / LATENCY_SAMPLE_EVERY + threads,
-    ));
-    let (elapsed, hits) = run_parallel(lookups, threads, |first, chunk| {
+) -> Result<Timed, String> {
+    let latencies = Latencies::new(lookups.len(), threads);
+    let (elapsed, hits) = run_sampled(lookups, threads, &latencies, |first, chunk, samples| {
         let mut hits = 0u64;
-        let mut mine = Vec::with_capacity(chunk.len() / LATENCY_SAMPLE_EVERY + 1);
         for (j, &i) in (first..).zip(chunk) {
-            let found = if j % LATENCY_SAMPLE_EVERY == 0 {
-                let start = Instant::now();
-                let found = index.get(keys.key(j));
-                mine.push(start.elapsed().as_nanos() as u64);
-                found
-            } else {
-                index.get(keys.key(j))
-            };
+            let found = sampled(samples, j, || index.get(keys.key(j)));
             hits += u64::from(found == Some(u64::from(i)));
         }
-        samples
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(mine);
         hits
     });
     if hits != lookups.len() as u64 {
@@ -723,20 +975,37 @@ fn lookup(
             lookups.len()
         ));
     }
-    let samples = samples.into_inner().unwrap_or_else(|e| e.into_inner());
-    Ok((elapsed.as_secs_f64(), samples))
+    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
 }
 
-fn scan(index: &dyn BenchIndex, ops: &OpStreams, threads: usize) -> Result<f64, String> {
-    let scan_len = ops.scan_len;
-    let (elapsed, visited) = run_parallel(&ops.scan_starts, threads, |first, chunk| {
+/// Runs scans of `scan_len` keys in `direction` from each of `starts` (positions, with their
+/// keys in scan order); every start has at least `scan_len` keys on the scan's side, so every
+/// scan must visit `scan_len` keys. Returns the seconds taken and the sampled latencies of
+/// whole scans.
+fn scan(
+    index: &dyn BenchIndex,
+    (starts, start_keys): (&[u32], &KeySet),
+    scan_len: usize,
+    threads: usize,
+    direction: Direction,
+) -> Result<Timed, String> {
+    let descending = direction == Direction::Descending;
+    let latencies = Latencies::new(starts.len(), threads);
+    let (elapsed, visited) = run_sampled(starts, threads, &latencies, |first, chunk, samples| {
         let mut visited = 0u64;
         let mut checksum = 0u64;
         for j in first..first + chunk.len() {
-            let got = index.scan(ops.scan_keys.key(j), scan_len, &mut |_, tid| {
+            let mut visit = |_: crate::keys::Key<'_>, tid: u64| {
                 checksum = checksum.wrapping_add(tid);
+            };
+            let key = start_keys.key(j);
+            let got = sampled(samples, j, || {
+                if descending {
+                    index.scan_desc(key, scan_len, &mut visit)
+                } else {
+                    index.scan(key, scan_len, &mut visit)
+                }
             });
-            // Every start leaves at least `scan_len` keys to the end.
             if got == scan_len {
                 visited += got as u64;
             }
@@ -744,11 +1013,11 @@ fn scan(index: &dyn BenchIndex, ops: &OpStreams, threads: usize) -> Result<f64, 
         std::hint::black_box(checksum);
         visited
     });
-    let expected = (ops.scan_starts.len() * scan_len) as u64;
+    let expected = (starts.len() * scan_len) as u64;
     if visited != expected {
         return Err(format!("scans visited {visited} keys, expected {expected}"));
     }
-    Ok(elapsed.as_secs_f64())
+    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
 }
 
 fn delete(
@@ -756,16 +1025,22 @@ fn delete(
     keys: &KeySet,
     ops: &OpStreams,
     threads: usize,
-) -> Result<f64, String> {
-    let (elapsed, removed) = run_parallel(&ops.deletes, threads, |first, chunk| {
-        let mut removed = 0u64;
-        for j in first..first + chunk.len() {
-            if index.remove(ops.delete_keys.key(j)) {
-                removed += 1;
+) -> Result<Timed, String> {
+    let latencies = Latencies::new(ops.deletes.len(), threads);
+    let (elapsed, removed) = run_sampled(
+        &ops.deletes,
+        threads,
+        &latencies,
+        |first, chunk, samples| {
+            let mut removed = 0u64;
+            for j in first..first + chunk.len() {
+                if sampled(samples, j, || index.remove(ops.delete_keys.key(j))) {
+                    removed += 1;
+                }
             }
-        }
-        removed
-    });
+            removed
+        },
+    );
     if removed != ops.deletes.len() as u64 {
         return Err(format!("{removed} of {} removes hit", ops.deletes.len()));
     }
@@ -775,7 +1050,87 @@ fn delete(
     if left != 0 {
         return Err("the index is not empty after deleting every key".to_string());
     }
-    Ok(elapsed.as_secs_f64())
+    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
+}
+
+/// Runs a YCSB stream on `index`, loaded with the stream's first `loaded` keys, and checks the
+/// results: every read and read-modify-write finds its key with its position in the tid's low
+/// 32 bits, every scan visits at least its start key and at most its length, and afterwards
+/// every key the inserts added is there. Returns the seconds taken and the sampled latencies.
+fn ycsb(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    stream: &YcsbStream,
+    threads: usize,
+) -> Result<Timed, String> {
+    let plan = &stream.plan;
+    let latencies = Latencies::new(plan.len(), threads);
+    let (elapsed, good) = run_sampled(
+        &plan.positions,
+        threads,
+        &latencies,
+        |first, chunk, samples| {
+            let mut good = 0u64;
+            let mut checksum = 0u64;
+            for (j, &position) in (first..).zip(chunk) {
+                let key = stream.keys.key(j);
+                let tid = u64::from(position);
+                let ok = sampled(samples, j, || match plan.ops[j] {
+                    YcsbOp::Read => index.get(key).is_some_and(|v| v & TID_MASK == tid),
+                    YcsbOp::Update => {
+                        // A new value each time; the low 32 bits stay the position.
+                        index.insert(key, tid | ((j as u64 + 1) << 32));
+                        true
+                    }
+                    YcsbOp::Insert => {
+                        index.insert(key, tid);
+                        true
+                    }
+                    YcsbOp::Scan(len) => {
+                        let got = index.scan(key, usize::from(len), &mut |_, v| {
+                            checksum = checksum.wrapping_add(v);
+                        });
+                        (1..=usize::from(len)).contains(&got)
+                    }
+                    YcsbOp::ReadModifyWrite => match index.get(key) {
+                        Some(v) if v & TID_MASK == tid => {
+                            index.insert(key, v.wrapping_add(VERSION_STEP));
+                            true
+                        }
+                        _ => false,
+                    },
+                });
+                good += u64::from(ok);
+            }
+            std::hint::black_box(checksum);
+            good
+        },
+    );
+    if good != plan.len() as u64 {
+        return Err(format!(
+            "{} of {} {} operations missed an existing key or returned a wrong tid",
+            plan.len() as u64 - good,
+            plan.len(),
+            plan.workload
+        ));
+    }
+    let missing = plan
+        .inserted
+        .clone()
+        .filter(|&p| {
+            index
+                .get(keys.key(p))
+                .is_none_or(|v| v & TID_MASK != p as u64)
+        })
+        .count();
+    if missing != 0 {
+        return Err(format!(
+            "{missing} of {} inserted keys are missing after {}",
+            plan.inserted.len(),
+            plan.workload
+        ));
+    }
+    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
 }
 
 #[cfg(test)]
@@ -787,6 +1142,18 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn workload_groups() {
+        let ycsb: Vec<Workload> = Ycsb::ALL.iter().map(|&y| Workload::Ycsb(y)).collect();
+        assert_eq!(Workload::YCSB, ycsb);
+        assert!(Workload::DEFAULT.iter().all(|w| Workload::ALL.contains(w)));
+        // ALL is in run order, and names parse back.
+        assert!(Workload::ALL.windows(2).all(|w| w[0] < w[1]));
+        for &w in Workload::ALL {
+            assert_eq!(w.name().parse::<Workload>(), Ok(w));
+        }
     }
 
     #[test]

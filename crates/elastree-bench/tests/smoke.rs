@@ -1,13 +1,17 @@
 //! Every workload for every index on every key set at a tiny N, checking the results: lookups
-//! all hit, scans return the right 15 keys in ascending order, delete empties the index.
+//! all hit, scans return the right 15 keys in ascending (and descending) order, delete empties
+//! the index, and every YCSB stream gives the same answers as a model `BTreeMap` and leaves the
+//! index holding exactly the loaded and inserted keys.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Bound;
 
 use elastree_bench::alloc::CountingAlloc;
 use elastree_bench::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use elastree_bench::peers::{BenchIndex, IndexSpec, Peer};
 use elastree_bench::report;
 use elastree_bench::workload::{self, OpStreams, RunConfig, Status, Workload};
+use elastree_bench::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -30,6 +34,45 @@ fn loaded(spec: IndexSpec, keys: &KeySet, threads: usize) -> Box<dyn BenchIndex>
         });
     }
     index
+}
+
+/// Scans `SCAN` keys (descending if `descending`) from the first 200 of `starts`: each visits
+/// exactly the next (previous) keys of `sorted`, the keys of the set, with their tids.
+fn check_short_scans(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    starts: &[u32],
+    sorted: &[Vec<u8>],
+    descending: bool,
+    ctx: &str,
+) {
+    for &start in starts.iter().take(200) {
+        let mut seen: Vec<(Vec<u8>, u64)> = Vec::new();
+        let mut visit = |k: Key<'_>, tid| seen.push((k.to_bytes(), tid));
+        let from = keys.key(start as usize);
+        let got = if descending {
+            index.scan_desc(from, SCAN, &mut visit)
+        } else {
+            index.scan(from, SCAN, &mut visit)
+        };
+        assert_eq!(got, SCAN, "{ctx}: scan length (descending: {descending})");
+        assert_eq!(seen.len(), SCAN, "{ctx}: visited");
+        let first = sorted
+            .binary_search_by(|k| k.as_slice().cmp(&from.to_bytes()))
+            .expect("present");
+        for (offset, (key, tid)) in seen.iter().enumerate() {
+            let expected = if descending {
+                first - offset
+            } else {
+                first + offset
+            };
+            assert_eq!(
+                key, &sorted[expected],
+                "{ctx}: scan order (descending: {descending})"
+            );
+            assert_eq!(keys.key(*tid as usize).to_bytes(), *key, "{ctx}: scan tid");
+        }
+    }
 }
 
 fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
@@ -70,24 +113,14 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
         .iter()
         .map(|&i| keys.key(i as usize).to_bytes())
         .collect();
-    let rank = |bytes: &[u8]| {
-        sorted
-            .binary_search_by(|k| k.as_slice().cmp(bytes))
-            .expect("present")
-    };
-    for &start in ops.scan_starts.iter().take(200) {
-        let mut seen: Vec<(Vec<u8>, u64)> = Vec::new();
-        let got = index.scan(keys.key(start as usize), SCAN, &mut |k, tid| {
-            seen.push((k.to_bytes(), tid))
-        });
-        assert_eq!(got, SCAN, "{ctx}: scan length");
-        assert_eq!(seen.len(), SCAN, "{ctx}: visited");
-        let first = rank(&keys.key(start as usize).to_bytes());
-        for (offset, (key, tid)) in seen.iter().enumerate() {
-            assert_eq!(key, &sorted[first + offset], "{ctx}: scan order");
-            assert_eq!(keys.key(*tid as usize).to_bytes(), *key, "{ctx}: scan tid");
-        }
-    }
+    check_short_scans(
+        index.as_ref(),
+        &keys,
+        &ops.scan_starts,
+        &sorted,
+        false,
+        &ctx,
+    );
     // A scan from the smallest key sees everything in order; one near the end stops short.
     let mut all = Vec::new();
     let count = index.scan(keys.key(ops.sorted[0] as usize), N + 10, &mut |k, _| {
@@ -114,6 +147,63 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
         );
     }
 
+    // Descending scans: 15 keys, exactly the previous ones in sorted order.
+    if index.supports_workload(Workload::ScanDesc).is_ok() {
+        check_short_scans(
+            index.as_ref(),
+            &keys,
+            &ops.scan_desc_starts,
+            &sorted,
+            true,
+            &ctx,
+        );
+        // From the largest key: everything, in reverse; near the start it stops short.
+        let mut all = Vec::new();
+        let count = index.scan_desc(keys.key(ops.sorted[N - 1] as usize), N + 10, &mut |k, _| {
+            all.push(k.to_bytes())
+        });
+        assert_eq!(count, N, "{ctx}: full descending scan");
+        all.reverse();
+        assert_eq!(all, sorted, "{ctx}: full descending scan order");
+        let near_start = keys.key(ops.sorted[2] as usize);
+        assert_eq!(
+            index.scan_desc(near_start, SCAN, &mut |_, _| {}),
+            3,
+            "{ctx}: descending scan past the start"
+        );
+        // Upper-bound semantics: a start between keys begins at the previous key, wherever
+        // in a node it falls.
+        for r in (10..N - 1).step_by(97) {
+            let between = match keys.key(ops.sorted[r] as usize) {
+                Key::U64(k) if k + 1 < u64::MAX => Some(Key::U64(k + 1).to_bytes()),
+                Key::Bytes(b) if keys.width() == KeyWidth::Variable => {
+                    Some([b, &[0u8][..]].concat())
+                }
+                _ => None,
+            };
+            let Some(between) = between else { continue };
+            if between == sorted[r + 1] {
+                continue;
+            }
+            let start = match keys.width() {
+                KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(between[..].try_into().unwrap())),
+                _ => Key::Bytes(&between),
+            };
+            let mut first = None;
+            index.scan_desc(start, 1, &mut |key, _| first = Some(key.to_bytes()));
+            assert_eq!(
+                first.as_deref(),
+                Some(sorted[r].as_slice()),
+                "{ctx}: descending upper bound at rank {r}"
+            );
+        }
+    } else {
+        assert!(
+            matches!(spec, IndexSpec::Peer(Peer::Congee)),
+            "{ctx}: only congee lacks descending scans"
+        );
+    }
+
     // Delete: every key once, then the index is empty.
     if index.supports_workload(Workload::Delete).is_err() {
         return;
@@ -132,6 +222,126 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
         0,
         "{ctx}: empty"
     );
+}
+
+/// A benchmark key of `width` for the key bytes `bytes`.
+fn key_of(width: KeyWidth, bytes: &[u8]) -> Key<'_> {
+    match width {
+        KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(bytes.try_into().expect("8 bytes"))),
+        KeyWidth::Fixed16 | KeyWidth::Variable => Key::Bytes(bytes),
+    }
+}
+
+/// Runs every YCSB stream (one thread) on `spec` over `kind`, replaying it on a model
+/// `BTreeMap`: every read and scan answers what the model does, and the index ends holding
+/// exactly the model's pairs (the loaded keys, and the inserted ones after D and E).
+fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
+    let keys = kind.generate(N, 7);
+    let width = keys.width();
+    let probe = spec.build(width).expect("builds");
+    if probe.supports(kind).is_err() {
+        return;
+    }
+    for &y in Ycsb::ALL {
+        let ctx = format!("{spec} on {kind}, {y}");
+        if let Err(reason) = probe.supports_workload(Workload::Ycsb(y)) {
+            assert!(
+                matches!(spec, IndexSpec::Peer(Peer::Sorted)) && !y.read_only(),
+                "{ctx} skipped: {reason}"
+            );
+            continue;
+        }
+        let stream = YcsbStream::generate(y, &keys, 1, 7);
+        let plan = &stream.plan;
+        let prefix: Vec<u32> = (0..plan.loaded as u32).collect();
+        let mut index = spec.build(width).expect("builds");
+        if index.loads_in_bulk() {
+            index.bulk_load(&keys.gather(&prefix)).expect("bulk load");
+        } else {
+            for &i in &prefix {
+                index.insert(keys.key(i as usize), u64::from(i));
+            }
+        }
+        let mut model: BTreeMap<Vec<u8>, u64> = prefix
+            .iter()
+            .map(|&i| (keys.key(i as usize).to_bytes(), u64::from(i)))
+            .collect();
+        for (j, (&op, &pos)) in plan.ops.iter().zip(&plan.positions).enumerate() {
+            let key = stream.keys.key(j);
+            let bytes = key.to_bytes();
+            assert_eq!(
+                bytes,
+                keys.key(pos as usize).to_bytes(),
+                "{ctx}: op {j} key"
+            );
+            match op {
+                YcsbOp::Read => {
+                    let got = index.get(key);
+                    assert_eq!(got, model.get(&bytes).copied(), "{ctx}: read {j}");
+                    assert_eq!(got.map(|v| v & TID_MASK), Some(u64::from(pos)), "{ctx}");
+                }
+                YcsbOp::Update => {
+                    assert!(model.contains_key(&bytes), "{ctx}: update of an absent key");
+                    let value = u64::from(pos) | ((j as u64 + 1) << 32);
+                    index.insert(key, value);
+                    model.insert(bytes, value);
+                }
+                YcsbOp::Insert => {
+                    assert!(!model.contains_key(&bytes), "{ctx}: insert of a loaded key");
+                    index.insert(key, u64::from(pos));
+                    model.insert(bytes, u64::from(pos));
+                }
+                YcsbOp::Scan(len) => {
+                    assert!(model.contains_key(&bytes), "{ctx}: scan from an absent key");
+                    let mut seen = Vec::new();
+                    let got = index.scan(key, usize::from(len), &mut |k, v| {
+                        seen.push((k.to_bytes(), v))
+                    });
+                    let expected: Vec<(Vec<u8>, u64)> = model
+                        .range::<Vec<u8>, _>((Bound::Included(&bytes), Bound::Unbounded))
+                        .take(usize::from(len))
+                        .map(|(k, &v)| (k.clone(), v))
+                        .collect();
+                    assert_eq!(got, expected.len(), "{ctx}: scan {j} length");
+                    assert_eq!(seen, expected, "{ctx}: scan {j}");
+                }
+                YcsbOp::ReadModifyWrite => {
+                    let value = index.get(key);
+                    assert_eq!(value, model.get(&bytes).copied(), "{ctx}: rmw {j}");
+                    let value = value.expect("present") + VERSION_STEP;
+                    index.insert(key, value);
+                    model.insert(bytes, value);
+                }
+            }
+        }
+        // The index holds exactly the model's pairs: the loaded keys and the inserted ones.
+        let smallest = model.keys().next().expect("not empty").clone();
+        let mut all = Vec::new();
+        index.scan(key_of(width, &smallest), usize::MAX, &mut |k, v| {
+            all.push((k.to_bytes(), v))
+        });
+        let expected: Vec<(Vec<u8>, u64)> = model.into_iter().collect();
+        assert_eq!(all.len(), expected.len(), "{ctx}: keys after the run");
+        assert!(all == expected, "{ctx}: pairs after the run");
+        assert_eq!(all.len(), plan.loaded + plan.inserted.len(), "{ctx}");
+        assert_eq!(!plan.inserted.is_empty(), y.inserts(), "{ctx}");
+        for p in plan.inserted.clone() {
+            assert_eq!(
+                index.get(keys.key(p)),
+                Some(p as u64),
+                "{ctx}: inserted {p}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ycsb_streams_match_a_model_on_every_index() {
+    for spec in IndexSpec::all() {
+        for &kind in KeySetKind::BASELINE {
+            check_ycsb(spec, kind);
+        }
+    }
 }
 
 #[test]
@@ -189,16 +399,24 @@ fn the_runner_measures_every_workload_and_reports() {
             Status::Ok => {
                 assert_eq!(m.mops.len(), 2, "{ctx}");
                 assert!(m.mops.iter().all(|&x| x > 0.0 && x.is_finite()), "{ctx}");
+                // Every workload samples latency, except a bulk load (one operation).
+                let bulk = m.index == "sorted" && m.workload == Workload::Load;
+                assert_eq!(m.latency_ns.is_empty(), bulk, "{ctx}: latency samples");
                 // Other tests of this binary allocate concurrently, so only the presence of
                 // the figure is checked here; tests/memory.rs checks its accuracy.
                 assert!(m.bytes_per_key_alloc.is_some(), "{ctx}: allocator figure");
             }
             Status::Skipped(reason) => {
-                let expected = (m.index == "congee" && m.keys.width() != KeyWidth::Fixed8)
+                let read_only_misfit = match m.workload {
+                    Workload::Delete => true,
+                    Workload::Load => m.threads > 1,
+                    Workload::Ycsb(y) => !y.read_only(),
+                    _ => false,
+                };
+                let expected = (m.index == "congee"
+                    && (m.keys.width() != KeyWidth::Fixed8 || m.workload == Workload::ScanDesc))
                     || (m.index == "btreemap" && m.threads > 1)
-                    || (m.index == "sorted"
-                        && (m.workload == Workload::Delete
-                            || (m.workload == Workload::Load && m.threads > 1)));
+                    || (m.index == "sorted" && read_only_misfit);
                 assert!(expected, "{ctx} skipped: {reason}");
             }
             Status::Failed(problem) => panic!("{ctx} failed: {problem}"),

@@ -149,12 +149,12 @@ fn repro_btree_baseline_writes_the_report_and_plots() {
         assert!(report.contains(&format!("({plot}.png)")), "{report}");
     }
     let rows = fs::read_to_string(dir.join("results.jsonl")).unwrap();
-    // 8 indexes x key sets x every workload x 1 thread.
+    // 8 indexes x key sets x every default workload x 1 thread.
     assert_eq!(
         rows.lines().count(),
         indexes.len()
             * elastree_bench::keys::KeySetKind::BASELINE.len()
-            * elastree_bench::workload::Workload::ALL.len()
+            * elastree_bench::workload::Workload::DEFAULT.len()
     );
     assert!(dir.join("results.csv").exists());
 }

@@ -25,7 +25,7 @@ pub fn btree_baseline_config(n: usize, repeat: usize, seed: u64) -> RunConfig {
             .collect(),
         keysets: KeySetKind::BASELINE.to_vec(),
         n,
-        workloads: Workload::ALL.to_vec(),
+        workloads: Workload::DEFAULT.to_vec(),
         threads: vec![1],
         repeat,
         seed,
@@ -362,6 +362,6 @@ mod tests {
         expected.extend(Peer::ALL.iter().map(|p| p.name()));
         assert_eq!(names, expected);
         assert_eq!(cfg.keysets, KeySetKind::BASELINE);
-        assert_eq!(cfg.workloads, Workload::ALL);
+        assert_eq!(cfg.workloads, Workload::DEFAULT);
     }
 }

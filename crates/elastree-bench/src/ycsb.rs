@@ -1,0 +1,490 @@
+//! The YCSB core workloads A-F as pre-generated operation streams.
+//!
+//! Each workload runs on its own freshly loaded index (see [`crate::workload`]): the first
+//! [`loaded_keys`]`(n)` keys of the key set (95%, in the set's order) are inserted untimed, key `i`
+//! mapping to tid `i`; the remaining 5% are the reserve that inserts draw fresh keys from. Then
+//! the stream runs, timed:
+//!
+//! | workload | mix | request distribution | operations |
+//! |---|---|---|---|
+//! | `ycsb-a` | 50% read, 50% update | scrambled Zipfian | `n` |
+//! | `ycsb-b` | 95% read, 5% update | scrambled Zipfian | `n` |
+//! | `ycsb-c` | 100% read | scrambled Zipfian | `n` |
+//! | `ycsb-d` | 95% read, 5% insert | latest | `n` |
+//! | `ycsb-e` | 95% scan (1..=100 keys, uniform), 5% insert | scrambled Zipfian start keys | `n / 10` |
+//! | `ycsb-f` | 50% read, 50% read-modify-write | scrambled Zipfian | `n` |
+//!
+//! * *read*: a point lookup; it must find the key with its tid (in the low 32 bits).
+//! * *update*: overwrites the tid of an existing key (a unique-index insert of a present key)
+//!   with a new value whose low 32 bits are still the key's position.
+//! * *insert*: adds a key from the reserve. Inserts take the reserve in order, so on `mono64`
+//!   they append at the end of the key space, as YCSB's ordered inserts do.
+//! * *scan*: an ascending scan of 1..=100 keys (uniform, YCSB's default `maxscanlength`) from an
+//!   existing key; it must visit at least that key.
+//! * *read-modify-write*: a read, then an update of the same key with the value read plus
+//!   [`VERSION_STEP`].
+//!
+//! Zipfian requests are drawn with [`ScrambledZipfian`] (theta 0.99) over the loaded keys.
+//! "Latest" (YCSB's `SkewedLatestGenerator`) draws a rank `r` from a Zipfian (theta 0.99) over
+//! every key inserted so far, counted from the newest, and reads the `r`-th most recently
+//! inserted key; the Zipfian grows with each insert.
+//!
+//! **Threads.** A stream is generated for a thread count: [`crate::workload::run_parallel`]
+//! gives thread `t` the contiguous chunk `t * len / threads .. (t + 1) * len / threads`, and the
+//! chunk for thread `t` is generated as a sub-stream of its own. Each sub-stream has the
+//! workload's mix (its operation kinds are an exact-count mix, shuffled), takes the next
+//! contiguous run of reserve keys for its inserts, and its "latest" reads look at the loaded
+//! keys plus its *own* inserts so far: a key another thread inserts may not be there yet when
+//! this thread runs, so it is never requested. On one thread that is exactly YCSB's stream.
+
+use std::fmt;
+use std::ops::Range;
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::dist::{ScrambledZipfian, Zipfian, DEFAULT_THETA};
+use crate::keys::KeySet;
+
+/// The longest YCSB-E scan: lengths are uniform in `1..=YCSB_MAX_SCAN_LEN`.
+pub const YCSB_MAX_SCAN_LEN: u8 = 100;
+
+/// A tid's low 32 bits are its key's position; updates change only the bits above.
+pub const TID_MASK: u64 = u32::MAX as u64;
+
+/// What a read-modify-write adds to the value it read (the low 32 bits stay the position).
+pub const VERSION_STEP: u64 = 1 << 32;
+
+/// One part in this many of the key set is reserved for inserts (5%): the first
+/// [`loaded_keys`] keys are loaded before a YCSB run.
+pub const RESERVE_DIVISOR: usize = 20;
+
+/// The number of keys loaded before a YCSB run over `n` keys: all but the last `n / 20`.
+pub fn loaded_keys(n: usize) -> usize {
+    n - n / RESERVE_DIVISOR
+}
+
+/// A YCSB core workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ycsb {
+    /// Update heavy: 50% reads, 50% updates, Zipfian.
+    A,
+    /// Read mostly: 95% reads, 5% updates, Zipfian.
+    B,
+    /// Read only: 100% reads, Zipfian.
+    C,
+    /// Read latest: 95% reads, 5% inserts, reads skewed to the latest inserts.
+    D,
+    /// Short ranges: 95% scans of 1..=100 keys, 5% inserts, Zipfian start keys.
+    E,
+    /// Read-modify-write: 50% reads, 50% read-modify-writes, Zipfian.
+    F,
+}
+
+/// An operation of a YCSB stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum YcsbOp {
+    /// A point lookup of an existing key.
+    Read,
+    /// An overwrite of an existing key's tid.
+    Update,
+    /// An insert of a fresh key from the reserve.
+    Insert,
+    /// An ascending scan of this many keys from an existing key.
+    Scan(u8),
+    /// A read, then an update of the same key with the value read plus [`VERSION_STEP`].
+    ReadModifyWrite,
+}
+
+/// Which key a request (read, update, scan, read-modify-write) goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestDist {
+    /// Scrambled Zipfian (theta 0.99) over the loaded keys.
+    Zipfian,
+    /// Zipfian (theta 0.99) over the keys inserted so far, newest first.
+    Latest,
+}
+
+/// The kinds of operation a mix is made of (a scan's length is drawn per operation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Update,
+    Insert,
+    Scan,
+    ReadModifyWrite,
+}
+
+impl Ycsb {
+    /// The six workloads, A to F.
+    pub const ALL: &'static [Ycsb] = &[Ycsb::A, Ycsb::B, Ycsb::C, Ycsb::D, Ycsb::E, Ycsb::F];
+
+    /// The workload's CLI name: `ycsb-a` ... `ycsb-f`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ycsb::A => "ycsb-a",
+            Ycsb::B => "ycsb-b",
+            Ycsb::C => "ycsb-c",
+            Ycsb::D => "ycsb-d",
+            Ycsb::E => "ycsb-e",
+            Ycsb::F => "ycsb-f",
+        }
+    }
+
+    /// The mix: each kind of operation with its share. The first kind takes whatever the
+    /// others' rounded-down counts leave.
+    fn mix(self) -> &'static [(Kind, f64)] {
+        match self {
+            Ycsb::A => &[(Kind::Read, 0.5), (Kind::Update, 0.5)],
+            Ycsb::B => &[(Kind::Read, 0.95), (Kind::Update, 0.05)],
+            Ycsb::C => &[(Kind::Read, 1.0)],
+            Ycsb::D => &[(Kind::Read, 0.95), (Kind::Insert, 0.05)],
+            Ycsb::E => &[(Kind::Scan, 0.95), (Kind::Insert, 0.05)],
+            Ycsb::F => &[(Kind::Read, 0.5), (Kind::ReadModifyWrite, 0.5)],
+        }
+    }
+
+    /// The request distribution.
+    pub fn request_dist(self) -> RequestDist {
+        match self {
+            Ycsb::D => RequestDist::Latest,
+            Ycsb::A | Ycsb::B | Ycsb::C | Ycsb::E | Ycsb::F => RequestDist::Zipfian,
+        }
+    }
+
+    /// Operations per run on a key set of `n` keys: `n`, or `n / 10` for the scans of E (as
+    /// the `scan` workload does), at least 1.
+    pub fn ops(self, n: usize) -> usize {
+        match self {
+            Ycsb::E => (n / 10).max(1),
+            Ycsb::A | Ycsb::B | Ycsb::C | Ycsb::D | Ycsb::F => n.max(1),
+        }
+    }
+
+    /// Whether the workload inserts (D and E), so that its index ends holding the reserve
+    /// keys it inserted.
+    pub fn inserts(self) -> bool {
+        self.mix().iter().any(|&(kind, _)| kind == Kind::Insert)
+    }
+
+    /// Whether the workload only reads (C), so a read-only index can run it.
+    pub fn read_only(self) -> bool {
+        self.mix().iter().all(|&(kind, _)| kind == Kind::Read)
+    }
+}
+
+impl fmt::Display for Ycsb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The part `t` of `threads` parts of `total`, as [`crate::workload::run_parallel`] splits its
+/// operations.
+fn share(total: usize, t: usize, threads: usize) -> Range<usize> {
+    t * total / threads..(t + 1) * total / threads
+}
+
+/// The operations of one YCSB run, without the keys: what [`YcsbStream`] runs, and what the
+/// generator's tests check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YcsbPlan {
+    /// The workload.
+    pub workload: Ycsb,
+    /// The thread count the stream was split for.
+    pub threads: usize,
+    /// Keys `0..loaded` of the key set are loaded before the run.
+    pub loaded: usize,
+    /// The operations, in stream order.
+    pub ops: Vec<YcsbOp>,
+    /// The key position of each operation (for inserts, the fresh key's position).
+    pub positions: Vec<u32>,
+    /// The positions the inserts add: `loaded..loaded + inserts`, each exactly once.
+    pub inserted: Range<usize>,
+}
+
+impl YcsbPlan {
+    /// Plans `workload` on a key set of `n` keys (`2 <= n <= 2^32`) for `threads` threads.
+    pub fn generate(workload: Ycsb, n: usize, threads: usize, seed: u64) -> Self {
+        assert!(
+            n >= 2 && n as u64 <= 1 << 32,
+            "YCSB needs 2..=2^32 keys, got {n}"
+        );
+        let threads = threads.max(1);
+        let loaded = loaded_keys(n);
+        let reserve = n - loaded;
+        let total = workload.ops(n);
+        let salt = seed ^ 0x7963_7362 ^ ((workload as u64 + 1) << 40);
+        let zipfian = ScrambledZipfian::new(loaded as u64, DEFAULT_THETA, salt)
+            .expect("theta 0.99 over at least one loaded key");
+        let latest = Zipfian::new(loaded as u64, DEFAULT_THETA)
+            .expect("theta 0.99 over at least one loaded key");
+        let mut ops = Vec::with_capacity(total);
+        let mut positions = Vec::with_capacity(total);
+        let mut inserted_total = 0;
+        for t in 0..threads {
+            let len = share(total, t, threads).len();
+            let mut rng = StdRng::seed_from_u64(salt ^ (t as u64).wrapping_mul(0x9e37_79b9));
+            // An exact-count mix, shuffled: every kind but the first rounded down, the first
+            // taking the rest; inserts never more than the reserve has left.
+            let mut kinds = Vec::with_capacity(len);
+            let (&(first, _), rest) = workload.mix().split_first().expect("a non-empty mix");
+            for &(kind, fraction) in rest {
+                let mut count = (fraction * len as f64) as usize;
+                if kind == Kind::Insert {
+                    count = count.min(reserve - inserted_total);
+                }
+                kinds.extend(std::iter::repeat_n(kind, count));
+            }
+            kinds.extend(std::iter::repeat_n(first, len - kinds.len()));
+            kinds.shuffle(&mut rng);
+
+            let mut own_inserts = 0usize;
+            let mut latest = latest.clone();
+            for kind in kinds {
+                let request = |rng: &mut StdRng, own_inserts: usize| -> usize {
+                    match workload.request_dist() {
+                        RequestDist::Zipfian => zipfian.sample(rng) as usize,
+                        RequestDist::Latest => {
+                            // Rank 0 is this thread's newest insert, then its older ones,
+                            // then the loaded keys from the last loaded back.
+                            let rank = latest.sample(rng) as usize;
+                            if rank < own_inserts {
+                                loaded + inserted_total + own_inserts - 1 - rank
+                            } else {
+                                loaded - 1 - (rank - own_inserts)
+                            }
+                        }
+                    }
+                };
+                let (op, position) = match kind {
+                    Kind::Insert => {
+                        let position = loaded + inserted_total + own_inserts;
+                        own_inserts += 1;
+                        latest.grow((loaded + own_inserts) as u64);
+                        (YcsbOp::Insert, position)
+                    }
+                    Kind::Read => (YcsbOp::Read, request(&mut rng, own_inserts)),
+                    Kind::Update => (YcsbOp::Update, request(&mut rng, own_inserts)),
+                    Kind::ReadModifyWrite => {
+                        (YcsbOp::ReadModifyWrite, request(&mut rng, own_inserts))
+                    }
+                    Kind::Scan => {
+                        let len = rng.gen_range(1..=YCSB_MAX_SCAN_LEN);
+                        (YcsbOp::Scan(len), request(&mut rng, own_inserts))
+                    }
+                };
+                ops.push(op);
+                positions.push(position as u32);
+            }
+            // The next thread's inserts continue where this one's end.
+            inserted_total += own_inserts;
+        }
+        let plan = Self {
+            workload,
+            threads,
+            loaded,
+            ops,
+            positions,
+            inserted: loaded..loaded + inserted_total,
+        };
+        debug_assert_eq!(plan.ops.len(), total);
+        plan
+    }
+
+    /// The number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the plan has no operations (never: every workload has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// A [`YcsbPlan`] with its keys gathered in operation order, ready to run.
+#[derive(Debug, Clone)]
+pub struct YcsbStream {
+    /// The operations and their key positions.
+    pub plan: YcsbPlan,
+    /// The key of each operation, in operation order (see [`KeySet::gather`]).
+    pub keys: KeySet,
+}
+
+impl YcsbStream {
+    /// The stream of `workload` over `keys` for `threads` threads.
+    pub fn generate(workload: Ycsb, keys: &KeySet, threads: usize, seed: u64) -> Self {
+        let plan = YcsbPlan::generate(workload, keys.len(), threads, seed);
+        Self {
+            keys: keys.gather(&plan.positions),
+            plan,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N: usize = 100_000;
+
+    fn count(plan: &YcsbPlan, pred: impl Fn(YcsbOp) -> bool) -> usize {
+        plan.ops.iter().filter(|&&op| pred(op)).count()
+    }
+
+    #[test]
+    fn mixes_have_their_shares() {
+        let expected: [(Ycsb, [f64; 5]); 6] = [
+            // read, update, insert, scan, read-modify-write
+            (Ycsb::A, [0.5, 0.5, 0.0, 0.0, 0.0]),
+            (Ycsb::B, [0.95, 0.05, 0.0, 0.0, 0.0]),
+            (Ycsb::C, [1.0, 0.0, 0.0, 0.0, 0.0]),
+            (Ycsb::D, [0.95, 0.0, 0.05, 0.0, 0.0]),
+            (Ycsb::E, [0.0, 0.0, 0.05, 0.95, 0.0]),
+            (Ycsb::F, [0.5, 0.0, 0.0, 0.0, 0.5]),
+        ];
+        for threads in [1, 2, 3] {
+            for (workload, shares) in expected {
+                let plan = YcsbPlan::generate(workload, N, threads, 1);
+                assert_eq!(plan.len(), workload.ops(N), "{workload}");
+                let got = [
+                    count(&plan, |op| op == YcsbOp::Read),
+                    count(&plan, |op| op == YcsbOp::Update),
+                    count(&plan, |op| op == YcsbOp::Insert),
+                    count(&plan, |op| matches!(op, YcsbOp::Scan(_))),
+                    count(&plan, |op| op == YcsbOp::ReadModifyWrite),
+                ];
+                for (got, share) in got.into_iter().zip(shares) {
+                    let fraction = got as f64 / plan.len() as f64;
+                    assert!(
+                        (fraction - share).abs() < 0.002,
+                        "{workload} x{threads}: {fraction} vs {share}"
+                    );
+                }
+                // Each thread's chunk has the mix too, not just the whole stream.
+                for t in 0..threads {
+                    let chunk = &plan.ops[share(plan.len(), t, threads)];
+                    let reads = chunk.iter().filter(|&&op| op == YcsbOp::Read).count();
+                    let read_share = shares[0];
+                    assert!(
+                        (reads as f64 / chunk.len() as f64 - read_share).abs() < 0.002,
+                        "{workload} x{threads} thread {t}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn requests_go_to_present_keys_and_inserts_to_fresh_ones() {
+        for workload in Ycsb::ALL.iter().copied() {
+            for threads in [1, 2, 3] {
+                let plan = YcsbPlan::generate(workload, 20_000, threads, 3);
+                assert_eq!(plan.loaded, loaded_keys(20_000));
+                let mut inserted = vec![false; 20_000];
+                for t in 0..threads {
+                    let range = share(plan.len(), t, threads);
+                    for (&op, &pos) in plan.ops[range.clone()].iter().zip(&plan.positions[range]) {
+                        let pos = pos as usize;
+                        if op == YcsbOp::Insert {
+                            assert!(pos >= plan.loaded && !inserted[pos], "{workload}: {pos}");
+                            inserted[pos] = true;
+                        } else {
+                            // A loaded key, or one this thread inserted before.
+                            assert!(pos < plan.loaded || inserted[pos], "{workload}: {pos}");
+                        }
+                    }
+                }
+                let fresh: Vec<usize> = (0..20_000).filter(|&p| inserted[p]).collect();
+                assert_eq!(
+                    fresh,
+                    plan.inserted.clone().collect::<Vec<_>>(),
+                    "{workload}"
+                );
+                assert_eq!(!plan.inserted.is_empty(), workload.inserts(), "{workload}");
+            }
+        }
+    }
+
+    #[test]
+    fn latest_reads_favour_recent_inserts() {
+        let plan = YcsbPlan::generate(Ycsb::D, N, 1, 5);
+        let mut inserted = 0usize;
+        let (mut reads, mut recent, mut of_inserted) = (0usize, 0usize, 0usize);
+        for (&op, &pos) in plan.ops.iter().zip(&plan.positions) {
+            let pos = pos as usize;
+            match op {
+                YcsbOp::Insert => inserted += 1,
+                YcsbOp::Read => {
+                    reads += 1;
+                    // Keys in insertion order: the loaded ones, then the inserted ones.
+                    let newest = plan.loaded + inserted - 1;
+                    if newest - pos < N / 100 {
+                        recent += 1;
+                    }
+                    if pos >= plan.loaded {
+                        of_inserted += 1;
+                    }
+                }
+                other => panic!("D has no {other:?}"),
+            }
+        }
+        // The newest 1% of the keys take most reads (Zipf 0.99: about 60%), where a uniform
+        // choice would give them 1%.
+        let recent_share = recent as f64 / reads as f64;
+        assert!(recent_share > 0.5, "{recent_share}");
+        assert!(
+            of_inserted as f64 / reads as f64 > 0.3,
+            "{of_inserted} of {reads}"
+        );
+        // The Zipfian plans spread over the loaded keys instead.
+        let a = YcsbPlan::generate(Ycsb::A, N, 1, 5);
+        let near_end = a
+            .positions
+            .iter()
+            .filter(|&&p| a.loaded - 1 - (p as usize) < N / 100)
+            .count();
+        assert!((near_end as f64 / a.len() as f64) < 0.1, "{near_end}");
+    }
+
+    #[test]
+    fn plans_are_deterministic_from_the_seed() {
+        for &workload in Ycsb::ALL {
+            let plan = YcsbPlan::generate(workload, 5_000, 2, 11);
+            assert_eq!(plan, YcsbPlan::generate(workload, 5_000, 2, 11));
+            let other = YcsbPlan::generate(workload, 5_000, 2, 12);
+            assert_ne!(plan.positions, other.positions, "{workload}");
+        }
+    }
+
+    #[test]
+    fn scan_lengths_cover_one_to_a_hundred() {
+        let plan = YcsbPlan::generate(Ycsb::E, 500_000, 1, 9);
+        let lens: Vec<u8> = plan
+            .ops
+            .iter()
+            .filter_map(|&op| match op {
+                YcsbOp::Scan(len) => Some(len),
+                _ => None,
+            })
+            .collect();
+        assert!(lens.iter().all(|&l| (1..=YCSB_MAX_SCAN_LEN).contains(&l)));
+        assert_eq!(lens.iter().min(), Some(&1));
+        assert_eq!(lens.iter().max(), Some(&YCSB_MAX_SCAN_LEN));
+        let mean = lens.iter().map(|&l| f64::from(l)).sum::<f64>() / lens.len() as f64;
+        assert!((mean - 50.5).abs() < 1.5, "{mean}");
+    }
+
+    #[test]
+    fn tiny_key_sets_still_plan() {
+        for &workload in Ycsb::ALL {
+            for n in [2, 3, 20, 41] {
+                let plan = YcsbPlan::generate(workload, n, 2, 1);
+                assert_eq!(plan.len(), workload.ops(n));
+                assert!(plan.positions.iter().all(|&p| (p as usize) < n));
+            }
+        }
+    }
+}
