@@ -20,7 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::alloc;
 use crate::keys::KeySetKind;
 use crate::parse_count;
-use crate::peers::IndexSpec;
+use crate::peers::{Budget, IndexSpec};
 use crate::report;
 use crate::workload::{self, Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
 
@@ -76,6 +76,12 @@ pub struct BenchArgs {
     /// Seed of the key sets and operation streams.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+
+    /// Byte budget of the `elastic` index: bytes (64M, 1G) or bytes per key of the key set
+    /// (12/key, the default: about half of what the B+-tree needs for random 8-byte keys,
+    /// so the elastic tree has to compact).
+    #[arg(long, value_name = "BYTES", default_value = "12/key")]
+    pub budget: Budget,
 
     /// Keys per scan.
     #[arg(long, default_value_t = DEFAULT_SCAN_LEN)]
@@ -181,6 +187,7 @@ impl BenchArgs {
             repeat: self.repeat.unwrap_or(if self.quick { 1 } else { 3 }),
             seed: self.seed,
             scan_len: self.scan_len,
+            budget: self.budget,
         };
         validate(&cfg)?;
         Ok(cfg)

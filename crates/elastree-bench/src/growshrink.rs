@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::alloc;
 use crate::keys::{KeySet, KeySetKind};
-use crate::peers::{BenchIndex, IndexSpec};
+use crate::peers::{BenchIndex, Budget, IndexSpec};
 use crate::workload::{run_parallel, settle_deferred_frees};
 
 /// What the driver does.
@@ -35,6 +35,8 @@ pub struct GrowShrinkConfig {
     pub threads: usize,
     /// Seed of the operation streams.
     pub seed: u64,
+    /// The elastic kind's budget.
+    pub budget: Budget,
 }
 
 impl Default for GrowShrinkConfig {
@@ -46,6 +48,7 @@ impl Default for GrowShrinkConfig {
             scan_len: 15,
             threads: 1,
             seed: 42,
+            budget: Budget::default(),
         }
     }
 }
@@ -97,7 +100,7 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
     // itself holds at a reading (nothing: every stream of a chunk is dropped before it).
     settle_deferred_frees();
     let baseline = alloc::current();
-    let index = spec.build(keys.width())?;
+    let index = spec.build(keys, cfg.budget)?;
 
     // Grow: keys 0..end are present after a chunk that ends at `end`.
     for c in 0..chunks {
@@ -155,7 +158,8 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
 /// the index cannot take the key set, is built in bulk (it has no inserts to grow by), or is
 /// single-threaded and more threads were asked for.
 pub fn supports(spec: IndexSpec, keys: KeySetKind, threads: usize) -> Result<(), String> {
-    let probe = spec.build(keys.width())?;
+    // An empty key set of the kind is enough to ask the index what it supports.
+    let probe = spec.build(&keys.generate(0, 0), Budget::default())?;
     probe.supports(keys)?;
     if probe.loads_in_bulk() {
         return Err(format!("{} is built in bulk and cannot grow", spec.name()));

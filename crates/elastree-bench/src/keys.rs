@@ -38,7 +38,7 @@ use std::collections::{BinaryHeap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -214,7 +214,10 @@ impl KeySetKind {
             }
             KeySetKind::ObjLog => KeyData::Fixed(objlog(n, seed)),
         };
-        KeySet { kind: self, data }
+        KeySet {
+            kind: self,
+            data: Arc::new(data),
+        }
     }
 }
 
@@ -402,14 +405,15 @@ pub enum KeyData {
 pub struct KeySet {
     /// Which set this is.
     pub kind: KeySetKind,
-    /// The keys, in load order.
-    pub data: KeyData,
+    /// The keys, in load order; shared, so a copy of a key set (the table an index with
+    /// indirect keys loads from) costs nothing.
+    pub data: Arc<KeyData>,
 }
 
 impl KeySet {
     /// The number of keys.
     pub fn len(&self) -> usize {
-        match &self.data {
+        match &*self.data {
             KeyData::U64(v) => v.len(),
             KeyData::Fixed(v) => v.len(),
             KeyData::Var(v) => v.len(),
@@ -429,7 +433,7 @@ impl KeySet {
     /// Key `i` in load order.
     #[inline]
     pub fn key(&self, i: usize) -> Key<'_> {
-        match &self.data {
+        match &*self.data {
             KeyData::U64(v) => Key::U64(v[i]),
             KeyData::Fixed(v) => Key::Bytes(v.get(i)),
             KeyData::Var(v) => Key::Bytes(v.get(i)),
@@ -438,7 +442,7 @@ impl KeySet {
 
     /// The average key length in bytes.
     pub fn avg_key_len(&self) -> f64 {
-        match &self.data {
+        match &*self.data {
             KeyData::U64(_) => 8.0,
             KeyData::Fixed(v) => v.key_len() as f64,
             KeyData::Var(v) if v.is_empty() => 0.0,
@@ -450,7 +454,7 @@ impl KeySet {
     /// in the order the operations read them, so a timed loop reads its keys sequentially
     /// instead of paying a cache miss per operation to fetch the key from a random position.
     pub fn gather(&self, positions: &[u32]) -> KeySet {
-        let data = match &self.data {
+        let data = match &*self.data {
             KeyData::U64(v) => KeyData::U64(positions.iter().map(|&i| v[i as usize]).collect()),
             KeyData::Fixed(v) => {
                 let mut out = FixedKeys::with_capacity(v.key_len(), positions.len());
@@ -470,7 +474,16 @@ impl KeySet {
         };
         KeySet {
             kind: self.kind,
-            data,
+            data: Arc::new(data),
+        }
+    }
+
+    /// The key at position `i` as the bytes an index stores (8-byte keys big-endian).
+    pub fn key_bytes(&self, i: usize, out: &mut Vec<u8>) {
+        out.clear();
+        match self.key(i) {
+            Key::U64(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Key::Bytes(b) => out.extend_from_slice(b),
         }
     }
 
@@ -479,7 +492,7 @@ impl KeySet {
     pub fn sorted_order(&self) -> Vec<u32> {
         let n = u32::try_from(self.len()).expect("key sets are limited to 2^32 keys");
         let mut order: Vec<u32> = (0..n).collect();
-        match &self.data {
+        match &*self.data {
             KeyData::U64(v) => order.sort_unstable_by_key(|&i| v[i as usize]),
             KeyData::Fixed(v) => {
                 order.sort_unstable_by(|&a, &b| v.get(a as usize).cmp(v.get(b as usize)))
@@ -1322,6 +1335,21 @@ impl DocTermGen {
 fn docterm(n: usize, seed: u64) -> VarKeys {
     let mut gen = DocTermGen::new(seed);
     distinct_strings(n, 33, |candidate| gen.next(candidate))
+}
+
+/// A key set is the table of the benchmark: tid `t` is the tuple at position `t mod 2^32` (the
+/// high half of a tid is free for the YCSB runner's update counters), so indexes with
+/// indirect keys load their keys from it.
+impl elastree::table::KeySource for KeySet {
+    fn key(&self, tid: u64, out: &mut Vec<u8>) -> bool {
+        let position = (tid & u64::from(u32::MAX)) as usize;
+        if position >= self.len() {
+            out.clear();
+            return false;
+        }
+        self.key_bytes(position, out);
+        true
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::fmt;
 use std::ops::Bound;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 
@@ -153,10 +153,12 @@ impl IndexSpec {
         }
     }
 
-    /// Builds an empty index for keys of `width`.
-    pub fn build(self, width: KeyWidth) -> Result<Box<dyn BenchIndex>, String> {
+    /// Builds an empty index for the keys of `keys` (tid `i` being key `i`, which indexes
+    /// with indirect keys load from `keys`); `budget` is the elastic kind's.
+    pub fn build(self, keys: &KeySet, budget: Budget) -> Result<Box<dyn BenchIndex>, String> {
+        let width = keys.width();
         Ok(match (self, width) {
-            (IndexSpec::Elastree(kind), _) => Box::new(Elastree::new(kind, width)?),
+            (IndexSpec::Elastree(kind), _) => Box::new(Elastree::new(kind, keys, budget)?),
             (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Fixed8) => {
                 Box::new(StdBTreeMap::<u64>::new())
             }
@@ -172,6 +174,58 @@ impl IndexSpec {
             (IndexSpec::Peer(Peer::SkipMap), _) => Box::new(Skip::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::Sorted), _) => Box::new(SortedArray::new(width)),
         })
+    }
+}
+
+/// The byte budget an elastic index gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// This many bytes per key of the key set (the default: 12, about half of what the
+    /// B+-tree needs for random 8-byte keys, so the elastic tree must compact).
+    PerKey(f64),
+    /// Exactly this many bytes.
+    Bytes(usize),
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::PerKey(12.0)
+    }
+}
+
+impl Budget {
+    /// The budget in bytes for a key set of `n` keys (at least elastree's minimum).
+    pub fn bytes(self, n: usize) -> usize {
+        let bytes = match self {
+            Budget::PerKey(per_key) => (per_key * n as f64) as usize,
+            Budget::Bytes(bytes) => bytes,
+        };
+        bytes.max(elastree::elastic::MIN_BUDGET)
+    }
+}
+
+impl FromStr for Budget {
+    type Err = String;
+
+    /// `12/key` (bytes per key) or a byte count with an optional K, M or G suffix.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("budget {s:?}: expected bytes (e.g. 64M) or bytes per key (12/key)");
+        if let Some(per_key) = s.strip_suffix("/key") {
+            let v: f64 = per_key.parse().map_err(|_| bad())?;
+            return (v > 0.0).then_some(Budget::PerKey(v)).ok_or_else(bad);
+        }
+        let (digits, unit) = match s.char_indices().last() {
+            Some((i, c @ ('K' | 'M' | 'G' | 'k' | 'm' | 'g'))) => (&s[..i], c.to_ascii_uppercase()),
+            _ => (s, ' '),
+        };
+        let v: usize = digits.parse().map_err(|_| bad())?;
+        let scale = match unit {
+            'K' => 1 << 10,
+            'M' => 1 << 20,
+            'G' => 1 << 30,
+            _ => 1,
+        };
+        v.checked_mul(scale).map(Budget::Bytes).ok_or_else(bad)
     }
 }
 
@@ -221,15 +275,24 @@ pub struct Elastree {
 }
 
 impl Elastree {
-    /// Builds a unique index of `kind` for keys of `width` with the kind's default node sizes.
-    pub fn new(kind: IndexKind, width: KeyWidth) -> Result<Self, String> {
+    /// Builds a unique index of `kind` for the keys of `keys` with the kind's default node
+    /// sizes; kinds with indirect keys load keys from `keys`, and the elastic kind gets
+    /// `budget`.
+    pub fn new(kind: IndexKind, keys: &KeySet, budget: Budget) -> Result<Self, String> {
+        let width = keys.width();
         let key_len = match width {
             KeyWidth::Fixed8 => KeyLen::Fixed(8),
             KeyWidth::Fixed16 => KeyLen::Fixed(16),
             KeyWidth::Variable => KeyLen::Variable,
         };
-        let index = IndexBuilder::new(kind)
-            .key_len(key_len)
+        let mut builder = IndexBuilder::new(kind).key_len(key_len);
+        if kind.needs_key_source() {
+            builder = builder.key_source(Arc::new(keys.clone()));
+        }
+        if kind == IndexKind::Elastic {
+            builder = builder.budget(budget.bytes(keys.len()));
+        }
+        let index = builder
             .build()
             .map_err(|e| format!("building elastree {kind}: {e}"))?;
         Ok(Self { index, kind, width })
@@ -1180,7 +1243,7 @@ impl BenchIndex for SortedArray {
     }
 
     fn bulk_load(&mut self, keys: &KeySet) -> Result<(), String> {
-        self.data = match &keys.data {
+        self.data = match &*keys.data {
             KeyData::U64(ks) => {
                 let mut pairs: Vec<(u64, u64)> =
                     ks.iter().zip(0u64..).map(|(&k, i)| (k, i)).collect();
@@ -1188,7 +1251,7 @@ impl BenchIndex for SortedArray {
                 SortedData::Fixed(pairs)
             }
             KeyData::Fixed(_) | KeyData::Var(_) => {
-                let total_bytes: usize = match &keys.data {
+                let total_bytes: usize = match &*keys.data {
                     KeyData::Fixed(ks) => ks.len() * ks.key_len(),
                     KeyData::Var(ks) => ks.total_bytes(),
                     KeyData::U64(_) => unreachable!("handled above"),

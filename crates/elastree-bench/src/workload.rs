@@ -49,7 +49,7 @@ use elastree::Direction;
 use crate::alloc;
 use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
-use crate::peers::{BenchIndex, IndexSpec};
+use crate::peers::{BenchIndex, Budget, IndexSpec};
 use crate::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
 
 /// The skew of the `lookup-zipf` workload: YCSB's default request distribution.
@@ -255,6 +255,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Keys per scan.
     pub scan_len: usize,
+    /// The elastic kind's budget.
+    pub budget: Budget,
 }
 
 /// How a row ended.
@@ -412,7 +414,7 @@ impl<'a> GroupRun<'a> {
         };
         // Each workload's status, or the reason the index cannot run here at all.
         let support = || -> Result<Vec<Status>, String> {
-            let probe = spec.build(keys.width())?;
+            let probe = spec.build(keys, cfg.budget)?;
             probe.supports(keys.kind)?;
             if threads == 0 {
                 return Err("0 threads".to_string());
@@ -450,6 +452,7 @@ impl<'a> GroupRun<'a> {
             group: Group {
                 spec,
                 keys,
+                budget: cfg.budget,
                 ops: streams.ops,
                 ycsb: streams.ycsb,
                 threads,
@@ -622,6 +625,8 @@ type Timed = (f64, Vec<u64>);
 struct Group<'a> {
     spec: IndexSpec,
     keys: &'a KeySet,
+    /// The elastic kind's budget.
+    budget: Budget,
     ops: &'a OpStreams,
     /// The YCSB streams of this thread count.
     ycsb: &'a [YcsbStream],
@@ -684,7 +689,7 @@ impl Group<'_> {
                 // fresh load of its own; the pass's fully loaded copy is not needed any more.
                 self.loaded = None;
                 settle_deferred_frees();
-                let index = self.spec.build(self.keys.width())?;
+                let index = self.spec.build(self.keys, self.budget)?;
                 let (index, _) = fill(
                     index,
                     self.keys,
@@ -720,7 +725,7 @@ impl Group<'_> {
         // count as the index's.
         let latencies = Latencies::new(self.ops.load.len(), self.threads);
         let before = alloc::current();
-        let index = self.spec.build(self.keys.width())?;
+        let index = self.spec.build(self.keys, self.budget)?;
         let (index, secs) = fill(
             index,
             self.keys,

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use elastree_bench::keys::{
     Key, KeyData, KeySet, KeySetKind, KeyWidth, OBJLOG_DAY_US, PREFIX28_GROUP, TSENSOR_SENSORS,
 };
-use elastree_bench::peers::{IndexSpec, Peer};
+use elastree_bench::peers::{Budget, IndexSpec, Peer};
 
 /// Every key set, plus a `tsensor` with a non-default delayed fraction.
 fn every_kind() -> Vec<KeySetKind> {
@@ -19,7 +19,7 @@ fn bytes_of(keys: &KeySet) -> Vec<Vec<u8>> {
 }
 
 fn u64s(keys: &KeySet) -> &[u64] {
-    match &keys.data {
+    match &*keys.data {
         KeyData::U64(values) => values,
         _ => panic!("{} holds u64 keys", keys.kind),
     }
@@ -378,7 +378,9 @@ fn sorted_order_matches_byte_order() {
 fn every_index_takes_every_key_width_but_congee_only_8_bytes() {
     for kind in every_kind() {
         for spec in IndexSpec::all() {
-            let index = spec.build(kind.width()).expect("builds");
+            let index = spec
+                .build(&kind.generate(0, 0), Budget::default())
+                .expect("builds");
             match (spec, index.supports(kind)) {
                 (IndexSpec::Peer(Peer::Congee), Ok(())) => {
                     assert_eq!(kind.key_len(), Some(8), "congee on {kind}")
@@ -411,7 +413,7 @@ fn every_index_works_on_the_new_key_sets() {
             .map(|&i| keys.key(i as usize).to_bytes())
             .collect();
         for spec in IndexSpec::all() {
-            let mut index = spec.build(kind.width()).expect("builds");
+            let mut index = spec.build(&keys, Budget::default()).expect("builds");
             if index.supports(kind).is_err() {
                 continue;
             }

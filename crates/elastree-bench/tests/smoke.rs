@@ -8,7 +8,7 @@ use std::ops::Bound;
 
 use elastree_bench::alloc::CountingAlloc;
 use elastree_bench::keys::{Key, KeySet, KeySetKind, KeyWidth};
-use elastree_bench::peers::{BenchIndex, IndexSpec, Peer};
+use elastree_bench::peers::{BenchIndex, Budget, IndexSpec, Peer};
 use elastree_bench::report;
 use elastree_bench::workload::{self, OpStreams, RunConfig, Status, Workload};
 use elastree_bench::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
@@ -20,7 +20,7 @@ const N: usize = 2_000;
 const SCAN: usize = 15;
 
 fn loaded(spec: IndexSpec, keys: &KeySet, threads: usize) -> Box<dyn BenchIndex> {
-    let mut index = spec.build(keys.width()).expect("builds");
+    let mut index = spec.build(keys, Budget::default()).expect("builds");
     if index.loads_in_bulk() {
         index.bulk_load(keys).expect("bulk load");
     } else {
@@ -78,7 +78,7 @@ fn check_short_scans(
 fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
     let keys = kind.generate(N, 99);
     let ops = OpStreams::generate(&keys, SCAN, 99);
-    let probe = spec.build(keys.width()).expect("builds");
+    let probe = spec.build(&keys, Budget::default()).expect("builds");
     if let Err(reason) = probe.supports(kind) {
         assert!(!reason.is_empty());
         assert!(
@@ -238,7 +238,7 @@ fn key_of(width: KeyWidth, bytes: &[u8]) -> Key<'_> {
 fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
     let keys = kind.generate(N, 7);
     let width = keys.width();
-    let probe = spec.build(width).expect("builds");
+    let probe = spec.build(&keys, Budget::default()).expect("builds");
     if probe.supports(kind).is_err() {
         return;
     }
@@ -254,7 +254,7 @@ fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
         let stream = YcsbStream::generate(y, &keys, 1, 7);
         let plan = &stream.plan;
         let prefix: Vec<u32> = (0..plan.loaded as u32).collect();
-        let mut index = spec.build(width).expect("builds");
+        let mut index = spec.build(&keys, Budget::default()).expect("builds");
         if index.loads_in_bulk() {
             index.bulk_load(&keys.gather(&prefix)).expect("bulk load");
         } else {
@@ -369,7 +369,9 @@ fn names_are_unique_and_parse_back() {
     assert_eq!(names.len(), specs.len());
     for spec in specs {
         assert_eq!(spec.name().parse::<IndexSpec>(), Ok(spec));
-        let built = spec.build(KeySetKind::Rand64.width()).unwrap();
+        let built = spec
+            .build(&KeySetKind::Rand64.generate(0, 0), Budget::default())
+            .unwrap();
         assert_eq!(built.name(), spec.name());
     }
     assert!("nope".parse::<IndexSpec>().is_err());
@@ -386,6 +388,8 @@ fn the_runner_measures_every_workload_and_reports() {
         repeat: 2,
         seed: 5,
         scan_len: SCAN,
+        // Tight enough that the elastic kind compacts on this small key set.
+        budget: Budget::PerKey(12.0),
     };
     let progress = indicatif::ProgressBar::hidden();
     let mut rows = workload::run_suite(&cfg, &progress);

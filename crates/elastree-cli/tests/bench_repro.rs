@@ -131,8 +131,9 @@ fn repro_btree_baseline_writes_the_report_and_plots() {
         "{report}"
     );
     assert!(report.contains("## Machine"), "{report}");
-    // btree-baseline measures every index the benchmark knows.
-    let indexes: Vec<&str> = elastree_bench::peers::IndexSpec::all()
+    // btree-baseline measures the foundation tree and every peer.
+    let indexes: Vec<&str> = elastree_bench::repro::baseline::btree_baseline_config(1, 1, 0)
+        .indexes
         .into_iter()
         .map(|spec| spec.name())
         .collect();

@@ -7,7 +7,10 @@ use std::str::FromStr;
 
 use crate::mem::MemoryUsage;
 
-pub use crate::btree::BTreeIndex;
+pub use crate::btree::{BTreeIndex, ElasticIndex};
+use crate::elastic::ElasticOptions;
+use crate::table::KeySource;
+use std::sync::Arc;
 
 /// Default maximum key length in bytes (1 KiB).
 pub const DEFAULT_MAX_KEY_LEN: usize = 1024;
@@ -69,17 +72,34 @@ pub enum Direction {
 pub enum IndexKind {
     /// The concurrent B+-tree with optimistic lock coupling: the default.
     BTree,
+    /// The elastic B+-tree: the B+-tree while it fits its byte budget; beyond that it turns
+    /// leaves into SeqTree leaves (keys loaded from the table) to stay within it, and back
+    /// as the data shrinks. Needs [`IndexBuilder::key_source`] and
+    /// [`IndexBuilder::budget`].
+    Elastic,
+    /// The B+-tree with every leaf a SeqTree leaf of 128 keys (the paper's "SeqTree128"):
+    /// the elastic tree's most compact form. Needs [`IndexBuilder::key_source`].
+    SeqTree,
 }
 
 impl IndexKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: &'static [IndexKind] = &[IndexKind::BTree];
+    pub const ALL: &'static [IndexKind] =
+        &[IndexKind::BTree, IndexKind::Elastic, IndexKind::SeqTree];
 
     /// The kind's name as the CLI and the benchmark spell it.
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::BTree => "btree",
+            IndexKind::Elastic => "elastic",
+            IndexKind::SeqTree => "seqtree",
         }
+    }
+
+    /// Whether the kind loads keys from the table ([`IndexBuilder::key_source`]) instead of
+    /// storing them all.
+    pub fn needs_key_source(self) -> bool {
+        matches!(self, IndexKind::Elastic | IndexKind::SeqTree)
     }
 }
 
@@ -180,6 +200,21 @@ pub trait Index: Send + Sync {
     /// Walks the whole structure and reports the first invariant that does not hold. Call it
     /// while no writer runs.
     fn check(&self) -> Result<(), Error>;
+
+    /// What the elasticity algorithm has done: `Some` for the `elastic` kind only.
+    fn elastic_stats(&self) -> Option<crate::elastic::ElasticStats> {
+        None
+    }
+}
+
+/// The table an index with indirect keys loads keys from.
+#[derive(Clone)]
+pub(crate) struct SharedKeySource(pub(crate) Arc<dyn KeySource>);
+
+impl fmt::Debug for SharedKeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeySource")
+    }
 }
 
 /// Options for building an index; [`IndexBuilder::build`] validates them.
@@ -191,6 +226,10 @@ pub struct IndexBuilder {
     pub(crate) key_len: KeyLen,
     pub(crate) leaf_capacity: Option<usize>,
     pub(crate) inner_capacity: Option<usize>,
+    pub(crate) key_source: Option<SharedKeySource>,
+    pub(crate) elastic: Option<ElasticOptions>,
+    pub(crate) tree_levels: Option<u8>,
+    pub(crate) breathing: Option<usize>,
 }
 
 impl IndexBuilder {
@@ -204,7 +243,49 @@ impl IndexBuilder {
             key_len: KeyLen::Variable,
             leaf_capacity: None,
             inner_capacity: None,
+            key_source: None,
+            elastic: None,
+            tree_levels: None,
+            breathing: None,
         }
+    }
+
+    /// Where an index with indirect keys (`elastic`, `seqtree`) loads the key of a tid: the
+    /// table the index indexes. It must return, for every tid in the index, the key the tid
+    /// was inserted with, for as long as the pair is indexed.
+    pub fn key_source(mut self, keys: Arc<dyn KeySource>) -> Self {
+        self.key_source = Some(SharedKeySource(keys));
+        self
+    }
+
+    /// The byte budget of an `elastic` index, with the paper's other defaults.
+    pub fn budget(mut self, bytes: usize) -> Self {
+        let mut options = self
+            .elastic
+            .take()
+            .unwrap_or_else(|| ElasticOptions::new(bytes));
+        options.budget = bytes;
+        self.elastic = Some(options);
+        self
+    }
+
+    /// Every option of the elasticity algorithm (see [`ElasticOptions`]).
+    pub fn elastic_options(mut self, options: ElasticOptions) -> Self {
+        self.elastic = Some(options);
+        self
+    }
+
+    /// BlindiTree levels of SeqTree leaves (0 to 8; default 2 for 128-key leaves, more for
+    /// larger ones).
+    pub fn tree_levels(mut self, levels: u8) -> Self {
+        self.tree_levels = Some(levels);
+        self
+    }
+
+    /// Breathing slack of SeqTree leaves: spare tid slots per leaf (default 4).
+    pub fn breathing(mut self, slots: usize) -> Self {
+        self.breathing = Some(slots);
+        self
     }
 
     /// Unique (`true`, the default) or non-unique (`false`).
@@ -244,6 +325,7 @@ impl IndexBuilder {
     pub fn build(&self) -> Result<Box<dyn Index>, Error> {
         match self.kind {
             IndexKind::BTree => Ok(Box::new(BTreeIndex::new(self)?)),
+            IndexKind::Elastic | IndexKind::SeqTree => Ok(Box::new(ElasticIndex::new(self)?)),
         }
     }
 

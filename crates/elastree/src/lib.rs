@@ -38,6 +38,7 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 
 pub mod btree;
+pub mod elastic;
 pub mod key;
 pub mod mem;
 pub mod node;
@@ -48,7 +49,7 @@ mod counter;
 mod index;
 
 pub use index::{
-    BTreeIndex, Direction, Error, Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN,
-    MAX_KEY_LEN_LIMIT,
+    BTreeIndex, Direction, ElasticIndex, Error, Index, IndexBuilder, IndexKind, KeyLen,
+    DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT,
 };
 pub use mem::MemoryUsage;

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{run_model, tiny, Keys};
-use elastree::{IndexBuilder, IndexKind};
+use common::{builder, run_model, tiny, Keys, Registry};
+use elastree::IndexKind;
 
 const KEY_SETS: &[Keys] = &[
     Keys::Small64 { space: 600 },
@@ -13,6 +13,10 @@ const KEY_SETS: &[Keys] = &[
     Keys::Small128 { space: 600 },
     Keys::Var { max: 40 },
 ];
+
+/// The elastic budget of tests with default node sizes: below what their keys need in a
+/// plain B+-tree, so leaves are compacted and expanded.
+const DEFAULT_NODES_BUDGET: usize = 256 * 1024;
 
 fn for_every_kind(f: impl Fn(IndexKind)) {
     for &kind in IndexKind::ALL {
@@ -24,8 +28,9 @@ fn for_every_kind(f: impl Fn(IndexKind)) {
 fn unique_tiny_nodes() {
     for_every_kind(|kind| {
         for (i, &keys) in KEY_SETS.iter().enumerate() {
-            let index = tiny(kind, true, keys, 40).build().unwrap();
-            run_model(&*index, keys, 40_000, 100 + i as u64, 97);
+            let registry = Registry::new();
+            let index = tiny(kind, &registry, true, keys, 40).build().unwrap();
+            run_model(&*index, &registry, keys, 40_000, 100 + i as u64, 97);
         }
     });
 }
@@ -34,8 +39,9 @@ fn unique_tiny_nodes() {
 fn non_unique_tiny_nodes() {
     for_every_kind(|kind| {
         for (i, &keys) in KEY_SETS.iter().enumerate() {
-            let index = tiny(kind, false, keys, 40).build().unwrap();
-            run_model(&*index, keys, 40_000, 200 + i as u64, 97);
+            let registry = Registry::new();
+            let index = tiny(kind, &registry, false, keys, 40).build().unwrap();
+            run_model(&*index, &registry, keys, 40_000, 200 + i as u64, 97);
         }
     });
 }
@@ -48,12 +54,13 @@ fn default_nodes_larger_key_space() {
             .enumerate()
         {
             for unique in [true, false] {
-                let index = IndexBuilder::new(kind)
+                let registry = Registry::new();
+                let index = builder(kind, &registry, DEFAULT_NODES_BUDGET)
                     .unique(unique)
                     .key_len(keys.key_len())
                     .build()
                     .unwrap();
-                run_model(&*index, keys, 60_000, 300 + i as u64, 5_000);
+                run_model(&*index, &registry, keys, 60_000, 300 + i as u64, 5_000);
             }
         }
     });
@@ -64,11 +71,19 @@ fn keys_up_to_the_limit() {
     for_every_kind(|kind| {
         // Keys at the 1 KiB default limit in small nodes: the heap, not the slot count,
         // decides when a node is full.
-        let index = IndexBuilder::new(kind)
+        let registry = Registry::new();
+        let index = builder(kind, &registry, DEFAULT_NODES_BUDGET)
             .leaf_capacity(8)
             .inner_capacity(8)
             .build()
             .unwrap();
-        run_model(&*index, Keys::Var { max: 1024 }, 20_000, 400, 499);
+        run_model(
+            &*index,
+            &registry,
+            Keys::Var { max: 1024 },
+            20_000,
+            400,
+            499,
+        );
     });
 }

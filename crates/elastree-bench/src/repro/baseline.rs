@@ -30,6 +30,7 @@ pub fn btree_baseline_config(n: usize, repeat: usize, seed: u64) -> RunConfig {
         repeat,
         seed,
         scan_len: DEFAULT_SCAN_LEN,
+        budget: crate::peers::Budget::default(),
     }
 }
 

@@ -30,20 +30,92 @@ const SORTED_INNER_CAPACITY: usize = 128;
 const SLOTTED_LEAF_CAPACITY: usize = 64;
 const SLOTTED_INNER_CAPACITY: usize = 64;
 
-/// The tree behind the index, by node representation.
-enum Trees {
-    U64(Tree<Sorted<u64>>),
-    U128(Tree<Sorted<u128>>),
-    Var(Tree<Slotted>),
+/// A family of node representations, one per key form, that a [`TreeIndex`] is built
+/// from: the plain B+-tree's ([`Plain`]) or the elastic tree's ([`Elastic`]).
+pub trait Family: Send + Sync + Sized + 'static {
+    /// For unique 8-byte keys.
+    type U64: for<'a> NodeRepr<Probe<'a> = u64, Owned = u64>;
+    /// For unique 16-byte keys and non-unique 8-byte keys (key, tid).
+    type U128: for<'a> NodeRepr<Probe<'a> = u128, Owned = u128>;
+    /// For every other key.
+    type Var: for<'a> NodeRepr<Probe<'a> = VarProbe<'a>, Owned = VarKey>;
+    /// What the family keeps beside the tree.
+    type Extra: Send + Sync;
+
+    /// Validates the family's own options.
+    fn extra(options: &IndexBuilder, leaf_capacity: usize) -> Result<Self::Extra, Error>;
+    /// The index kind.
+    fn kind(extra: &Self::Extra) -> IndexKind;
+    /// Node settings of the `U64` tree.
+    fn u64_config(base: SortedConfig, extra: &Self::Extra) -> <Self::U64 as NodeRepr>::Config;
+    /// Node settings of the `U128` tree; `composite` when keys are (key, tid) pairs.
+    fn u128_config(
+        base: SortedConfig,
+        extra: &Self::Extra,
+        composite: bool,
+    ) -> <Self::U128 as NodeRepr>::Config;
+    /// Node settings of the `Var` tree.
+    fn var_config(base: SlottedConfig, extra: &Self::Extra) -> <Self::Var as NodeRepr>::Config;
+    /// Bytes held by `extra` outside the index object.
+    fn extra_bytes(extra: &Self::Extra) -> usize;
+    /// What the elasticity algorithm has done, for families that have one.
+    fn stats(_extra: &Self::Extra) -> Option<crate::elastic::ElasticStats> {
+        None
+    }
 }
 
-/// The concurrent OLC B+-tree as an [`Index`].
-pub struct BTreeIndex {
+/// The plain B+-tree's representations.
+pub struct Plain;
+
+impl Family for Plain {
+    type U64 = Sorted<u64>;
+    type U128 = Sorted<u128>;
+    type Var = Slotted;
+    type Extra = ();
+
+    fn extra(options: &IndexBuilder, _: usize) -> Result<(), Error> {
+        if options.elastic.is_some() {
+            return Err(Error::InvalidConfig(
+                "a budget applies to the elastic kind only".into(),
+            ));
+        }
+        Ok(())
+    }
+    fn kind(_: &()) -> IndexKind {
+        IndexKind::BTree
+    }
+    fn u64_config(base: SortedConfig, _: &()) -> SortedConfig {
+        base
+    }
+    fn u128_config(base: SortedConfig, _: &(), _: bool) -> SortedConfig {
+        base
+    }
+    fn var_config(base: SlottedConfig, _: &()) -> SlottedConfig {
+        base
+    }
+    fn extra_bytes(_: &()) -> usize {
+        0
+    }
+}
+
+/// The tree behind the index, by node representation.
+enum Trees<F: Family> {
+    U64(Tree<F::U64>),
+    U128(Tree<F::U128>),
+    Var(Tree<F::Var>),
+}
+
+/// The concurrent OLC B+-tree over the representations of family `F`, as an [`Index`].
+pub struct TreeIndex<F: Family> {
     unique: bool,
     max_key_len: usize,
     key_len: KeyLen,
-    tree: Trees,
+    tree: Trees<F>,
+    extra: F::Extra,
 }
+
+/// The concurrent OLC B+-tree as an [`Index`].
+pub type BTreeIndex = TreeIndex<Plain>;
 
 /// `key` as a big-endian integer of exactly `N` bytes.
 fn fixed<const N: usize>(key: &[u8]) -> [u8; N] {
@@ -119,8 +191,8 @@ fn scan_tree<R: NodeRepr>(
     }
 }
 
-impl BTreeIndex {
-    /// Builds an empty B+-tree index from the builder's options.
+impl<F: Family> TreeIndex<F> {
+    /// Builds an empty index from the builder's options.
     pub fn new(options: &IndexBuilder) -> Result<Self, Error> {
         options.validate_common()?;
         let capacity = |given: Option<usize>, default: usize, what: &str| -> Result<usize, Error> {
@@ -146,18 +218,27 @@ impl BTreeIndex {
                 with_tid,
             })
         };
+        let leaf_capacity = match options.key_len {
+            KeyLen::Fixed(8 | 16) => sorted()?.leaf_capacity,
+            KeyLen::Fixed(_) | KeyLen::Variable => slotted(false)?.leaf_capacity,
+        };
+        let extra = F::extra(options, leaf_capacity)?;
         let tree = match (options.key_len, options.unique) {
-            (KeyLen::Fixed(8), true) => Trees::U64(Tree::new(sorted()?)),
-            (KeyLen::Fixed(8), false) | (KeyLen::Fixed(16), true) => {
-                Trees::U128(Tree::new(sorted()?))
+            (KeyLen::Fixed(8), true) => Trees::U64(Tree::new(F::u64_config(sorted()?, &extra))),
+            (KeyLen::Fixed(8), false) => {
+                Trees::U128(Tree::new(F::u128_config(sorted()?, &extra, true)))
             }
-            (_, unique) => Trees::Var(Tree::new(slotted(!unique)?)),
+            (KeyLen::Fixed(16), true) => {
+                Trees::U128(Tree::new(F::u128_config(sorted()?, &extra, false)))
+            }
+            (_, unique) => Trees::Var(Tree::new(F::var_config(slotted(!unique)?, &extra))),
         };
         Ok(Self {
             unique: options.unique,
             max_key_len: options.max_key_len,
             key_len: options.key_len,
             tree,
+            extra,
         })
     }
 
@@ -251,9 +332,9 @@ impl BTreeIndex {
     }
 }
 
-impl Index for BTreeIndex {
+impl<F: Family> Index for TreeIndex<F> {
     fn kind(&self) -> IndexKind {
-        IndexKind::BTree
+        F::kind(&self.extra)
     }
 
     fn is_unique(&self) -> bool {
@@ -364,9 +445,13 @@ impl Index for BTreeIndex {
         };
         MemoryUsage {
             // The index object (boxed by the builder) holds the tree and its counters inline.
-            aux: tree.aux + std::mem::size_of::<Self>(),
+            aux: tree.aux + std::mem::size_of::<Self>() + F::extra_bytes(&self.extra),
             ..tree
         }
+    }
+
+    fn elastic_stats(&self) -> Option<crate::elastic::ElasticStats> {
+        F::stats(&self.extra)
     }
 
     fn check(&self) -> Result<(), Error> {

@@ -5,17 +5,20 @@ use std::sync::atomic::Ordering;
 use crossbeam_epoch::{self as epoch, Guard};
 
 use super::{Tree, Visit};
-use crate::node::{NodeHeader, NodeRepr};
+use crate::node::{NodeHeader, NodeRepr, Overflow};
 use crate::sync::Restart;
 
 /// Where to split a full node.
-#[derive(Clone, Copy)]
-enum Split {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Split {
     /// Where the representation says (the middle): the usual case.
     Half,
     /// Move only the last entry to the new right node: for a leaf that is the last one and
     /// receives keys past its end, so sequential loads leave leaves full.
     Append,
+    /// In the middle, then halve both nodes' capacity (an elastic SeqTree leaf going back
+    /// towards standard leaves).
+    Halving,
 }
 
 /// What an insert attempt did.
@@ -24,6 +27,9 @@ enum Attempt {
     Done(Option<u64>),
     /// A node was split (or the tree restarted); descend again.
     Again,
+    /// A conversion the representation asked for was not possible; descend again and split
+    /// instead.
+    SplitInstead,
 }
 
 impl<R: NodeRepr> Tree<R> {
@@ -41,9 +47,12 @@ impl<R: NodeRepr> Tree<R> {
 
     fn upsert(&self, key: R::Probe<'_>, value: u64, replace: bool) -> Option<u64> {
         let guard = &epoch::pin();
+        let mut convert = true;
         loop {
-            if let Ok(Attempt::Done(previous)) = self.try_insert(key, value, replace, guard) {
-                return previous;
+            match self.try_insert(key, value, replace, convert, guard) {
+                Ok(Attempt::Done(previous)) => return previous,
+                Ok(Attempt::SplitInstead) => convert = false,
+                Ok(Attempt::Again) | Err(Restart) => {}
             }
         }
     }
@@ -53,6 +62,7 @@ impl<R: NodeRepr> Tree<R> {
         key: R::Probe<'_>,
         value: u64,
         replace: bool,
+        convert: bool,
         guard: &Guard,
     ) -> Result<Attempt, Restart> {
         let mut visit = self.read_root(guard)?;
@@ -89,6 +99,32 @@ impl<R: NodeRepr> Tree<R> {
             self.len.add(1);
             return Ok(Attempt::Done(None));
         }
+        let overflow = if convert {
+            R::overflow(leaf.node, &self.config, self.index_bytes())
+        } else {
+            Overflow::Split
+        };
+        match overflow {
+            Overflow::Split => {}
+            Overflow::SplitHalving => {
+                self.split(parent, leaf, Split::Halving, guard)?;
+                return Ok(Attempt::Again);
+            }
+            Overflow::Grow => {
+                let _lock = leaf.read.upgrade()?;
+                R::grow(leaf.node, &self.config);
+                return Ok(Attempt::Again);
+            }
+            Overflow::Replace => {
+                return Ok(if self.replace_leaf(key, guard)? {
+                    Attempt::Again
+                } else {
+                    // Nothing to replace it with (replace_leaf's locks have moved the
+                    // versions on): descend again and split as usual.
+                    Attempt::SplitInstead
+                });
+            }
+        }
         // Appending past the last key of the last leaf (auto-increment ids, time series):
         // leave the full leaf full and start a new one, instead of two half-empty leaves.
         let appending = hit.pos == R::count(leaf.node, &self.config) && leaf.node.link().is_null();
@@ -103,7 +139,7 @@ impl<R: NodeRepr> Tree<R> {
 
     /// Splits `node` (leaf or inner) in two, posting the separator to `parent`, or growing a
     /// new root when `node` is the root.
-    fn split(
+    pub(super) fn split(
         &self,
         parent: Option<Visit<'_>>,
         node: Visit<'_>,
@@ -121,13 +157,14 @@ impl<R: NodeRepr> Tree<R> {
         }
 
         let level = node.node.level();
-        let right_ptr = self.alloc_node(level);
+        let (right_ptr, bytes) = R::alloc_sibling(&self.config, node.node);
+        self.bytes.counter(level).add(bytes);
         // SAFETY: freshly allocated, not yet shared.
         let right = unsafe { right_ptr.as_ref() };
         let at = match how {
             // The validated read that chose `Append` saw at least one entry (a full leaf).
             Split::Append => node.node.count() - 1,
-            Split::Half => R::split_point(node.node, &self.config),
+            Split::Half | Split::Halving => R::split_point(node.node, &self.config),
         };
         let separator = R::key_at(node.node, &self.config, at);
         if level == 0 {
@@ -139,6 +176,10 @@ impl<R: NodeRepr> Tree<R> {
             R::move_tail(node.node, at + 1, right, &self.config);
             R::remove_at(node.node, &self.config, at);
             right.set_link(first_child);
+        }
+        if how == Split::Halving {
+            R::halve_capacity(node.node, &self.config);
+            R::halve_capacity(right, &self.config);
         }
         // Publish the right node: as the leaf's sibling, then in the parent.
         if level == 0 {

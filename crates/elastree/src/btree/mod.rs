@@ -20,9 +20,11 @@
 //!   stays allocated while any thread may still read it.
 
 mod check;
+mod elastic;
 mod index;
 mod insert;
 mod remove;
+mod replace;
 mod scan;
 
 use std::marker::PhantomData;
@@ -34,10 +36,11 @@ use crossbeam_epoch::{self as epoch, Guard};
 
 use crate::counter::StripedCount;
 use crate::mem::{ByteCounter, MemoryUsage};
-use crate::node::{NodeHeader, NodeRepr};
+use crate::node::{NodeHeader, NodeRepr, Overflow};
 use crate::sync::{Optimistic, Restart};
 
-pub use index::BTreeIndex;
+pub use elastic::{Elastic, ElasticExtra, ElasticIndex, SEQTREE_LEAF_CAPACITY};
+pub use index::{BTreeIndex, Family, Plain, TreeIndex};
 
 /// Byte counts of a tree's nodes, shared with the epoch collector's deferred frees.
 #[derive(Debug, Default)]
@@ -119,30 +122,46 @@ impl<R: NodeRepr> Tree<R> {
     pub fn memory(&self) -> MemoryUsage {
         MemoryUsage {
             inner: self.bytes.inner.get(),
-            leaves: self.bytes.leaves.get(),
+            leaves: self.bytes.leaves.get() + R::extra_leaf_bytes(&self.config),
             // The Arc's allocation: two reference counts and the counters.
             aux: 2 * std::mem::size_of::<usize>() + std::mem::size_of::<NodeBytes>(),
         }
+    }
+
+    /// The bytes the tree's nodes hold: what an elastic tree compares with its bound.
+    fn index_bytes(&self) -> usize {
+        self.bytes.inner.get() + self.bytes.leaves.get() + R::extra_leaf_bytes(&self.config)
     }
 
     /// Looks `key` up.
     pub fn get(&self, key: R::Probe<'_>) -> Option<u64> {
         let guard = &epoch::pin();
         loop {
-            if let Ok(found) = self.try_get(key, guard) {
+            if let Ok((found, convert)) = self.try_get(key, guard) {
+                if let Some(action) = convert {
+                    self.convert_leaf(key, action, guard);
+                }
                 return found;
             }
         }
     }
 
-    fn try_get(&self, key: R::Probe<'_>, guard: &Guard) -> Result<Option<u64>, Restart> {
+    /// One lookup attempt; also returns the conversion the representation asks for on the
+    /// leaf it ended at (the elastic tree's expansion).
+    #[allow(clippy::type_complexity)]
+    fn try_get(
+        &self,
+        key: R::Probe<'_>,
+        guard: &Guard,
+    ) -> Result<(Option<u64>, Option<Overflow>), Restart> {
         let leaf = self.descend(key, 0, guard)?.0;
         let hit = R::search(leaf.node, &self.config, key);
         let value = hit
             .found
             .then(|| R::value_at(leaf.node, &self.config, hit.pos));
+        let convert = R::after_lookup(leaf.node, &self.config);
         leaf.read.validate()?;
-        Ok(value)
+        Ok((value, convert))
     }
 
     fn alloc_node(&self, level: u16) -> NonNull<NodeHeader> {

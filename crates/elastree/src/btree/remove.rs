@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use crossbeam_epoch::{self as epoch, Guard};
 
 use super::{Tree, Visit};
-use crate::node::NodeRepr;
+use crate::node::{NodeRepr, Overflow, Underflow};
 use crate::sync::Restart;
 
 /// What a merge attempt at one level did.
@@ -32,9 +32,11 @@ impl<R: NodeRepr> Tree<R> {
         let guard = &epoch::pin();
         loop {
             match self.try_remove(key, &pred, guard) {
-                Ok((removed, underfull)) => {
-                    if underfull {
-                        self.repair(key, guard);
+                Ok((removed, underflow)) => {
+                    match underflow {
+                        Underflow::Keep => {}
+                        Underflow::Merge => self.repair(key, guard),
+                        Underflow::Replace => self.convert_leaf(key, Overflow::Replace, guard),
                     }
                     return removed;
                 }
@@ -48,22 +50,26 @@ impl<R: NodeRepr> Tree<R> {
         key: R::Probe<'_>,
         pred: &impl Fn(u64) -> bool,
         guard: &Guard,
-    ) -> Result<(Option<u64>, bool), Restart> {
+    ) -> Result<(Option<u64>, Underflow), Restart> {
         let (leaf, parent) = self.descend(key, 0, guard)?;
         let hit = R::search(leaf.node, &self.config, key);
         if !hit.found {
             leaf.read.validate()?;
-            return Ok((None, false));
+            return Ok((None, Underflow::Keep));
         }
         let _lock = leaf.read.upgrade()?;
         let value = R::value_at(leaf.node, &self.config, hit.pos);
         if !pred(value) {
-            return Ok((None, false));
+            return Ok((None, Underflow::Keep));
         }
         R::remove_at(leaf.node, &self.config, hit.pos);
         self.len.add(-1);
-        let underfull = parent.is_some() && R::is_underfull(leaf.node, &self.config);
-        Ok((Some(value), underfull))
+        let underflow = if parent.is_some() {
+            R::after_remove(leaf.node, &self.config)
+        } else {
+            Underflow::Keep
+        };
+        Ok((Some(value), underflow))
     }
 
     /// Repairs underfull nodes on the path of `key`, from the leaves up. Every step either

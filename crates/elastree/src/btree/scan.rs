@@ -201,7 +201,7 @@ impl<R: NodeRepr> Tree<R> {
     /// Descends to the leaf holding the largest keys within `end` (a descending scan's
     /// upper bound), returning it and its low fence: the smallest key it may hold (`None`
     /// for the leftmost leaf).
-    fn descend_below<'g>(
+    pub(super) fn descend_below<'g>(
         &self,
         end: Bound<&R::Owned>,
         guard: &'g Guard,

@@ -24,13 +24,16 @@
 //! the version before trusting any result. Write methods are called only under the node's
 //! write lock.
 
+pub mod blind;
+pub mod mixed;
+pub mod seqtree;
 pub mod slotted;
 pub mod sorted;
 
 use std::cmp::Ordering as CmpOrdering;
 use std::fmt::Debug;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering};
 
 use crate::sync::VersionLock;
 
@@ -48,6 +51,10 @@ pub struct NodeHeader {
     pub count: AtomicU32,
     /// 0 for a leaf; an inner node's children are at `level - 1`.
     pub level: AtomicU16,
+    /// Which representation the node uses, for trees that mix representations (see
+    /// [`mixed`]); 0 for a representation's standard node. Set before publication, never
+    /// changed.
+    pub format: AtomicU8,
     /// Leaf: right sibling; inner node: leftmost child.
     pub link: AtomicPtr<NodeHeader>,
 }
@@ -59,6 +66,7 @@ impl NodeHeader {
             lock: VersionLock::new(),
             count: AtomicU32::new(0),
             level: AtomicU16::new(level),
+            format: AtomicU8::new(0),
             link: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
@@ -131,6 +139,43 @@ pub struct SearchResult {
     pub pos: usize,
     /// Whether the entry at `pos` equals the probe.
     pub found: bool,
+}
+
+/// What the tree does with a leaf that has no room for an insert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// Split it in two (the B+-tree's answer, and every plain representation's).
+    Split,
+    /// Split it in two and halve both halves' capacity ([`NodeRepr::halve_capacity`]).
+    SplitHalving,
+    /// Raise its capacity in place ([`NodeRepr::grow`]) under its write lock.
+    Grow,
+    /// Replace it by nodes of another representation ([`NodeRepr::replacement`]).
+    Replace,
+}
+
+/// What the tree does with a leaf after a remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Underflow {
+    /// Nothing.
+    Keep,
+    /// Merge it with a sibling (the B+-tree's repair).
+    Merge,
+    /// Replace it by a node of another representation ([`NodeRepr::replacement`]).
+    Replace,
+}
+
+/// New nodes that take a leaf's place: built by [`NodeRepr::replacement`] from the leaf's
+/// entries, and published by the tree in one step under the locks of the leaf, its parent
+/// and its left sibling.
+pub struct Replacement<R: NodeRepr> {
+    /// The node taking the leaf's place (and its first entries).
+    pub first: NonNull<NodeHeader>,
+    /// A second node to the right of `first`, with the separator (its first key) the
+    /// parent gets for it.
+    pub second: Option<(R::Owned, NonNull<NodeHeader>)>,
+    /// Bytes of the new nodes as the tree counts them.
+    pub bytes: usize,
 }
 
 /// One node representation: the node ADT the tree is written against.
@@ -228,4 +273,64 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     /// Checks representation-level invariants (entries sorted, counts and offsets in
     /// bounds). Called from the tree's `check` with no concurrent writer.
     fn check_node(node: &NodeHeader, config: &Self::Config) -> Result<(), String>;
+
+    // Hooks for representations that change a leaf's form (the elastic tree); the defaults
+    // are the plain B+-tree's behaviour and compile away.
+
+    /// Allocates an empty node to receive the right half of `node` in a split.
+    #[inline]
+    fn alloc_sibling(config: &Self::Config, node: &NodeHeader) -> (NonNull<NodeHeader>, usize) {
+        Self::alloc(config, node.level())
+    }
+
+    /// Bytes the representation holds outside the nodes the tree counts (counted as
+    /// leaves).
+    #[inline]
+    fn extra_leaf_bytes(_config: &Self::Config) -> usize {
+        0
+    }
+
+    /// What to do with a leaf that has no room; `index_bytes` is the tree's current size.
+    /// Read under an optimistic version.
+    #[inline]
+    fn overflow(_node: &NodeHeader, _config: &Self::Config, _index_bytes: usize) -> Overflow {
+        Overflow::Split
+    }
+
+    /// Raises the capacity of a leaf for which `overflow` said [`Overflow::Grow`]. Write
+    /// lock held.
+    #[inline]
+    fn grow(_node: &NodeHeader, _config: &Self::Config) {}
+
+    /// Halves a node's capacity after an [`Overflow::SplitHalving`] split. Write lock held.
+    #[inline]
+    fn halve_capacity(_node: &NodeHeader, _config: &Self::Config) {}
+
+    /// Decides what a remove leaves to do; may adjust the leaf in place. Write lock held.
+    #[inline]
+    fn after_remove(node: &NodeHeader, config: &Self::Config) -> Underflow {
+        if Self::is_underfull(node, config) {
+            Underflow::Merge
+        } else {
+            Underflow::Keep
+        }
+    }
+
+    /// Whether a lookup that ended on `node` should convert it (`Some` with the action).
+    /// Read under an optimistic version.
+    #[inline]
+    fn after_lookup(_node: &NodeHeader, _config: &Self::Config) -> Option<Overflow> {
+        None
+    }
+
+    /// Builds the nodes that replace leaf `node` (`None`: leave it as it is). Write locks
+    /// held on the leaf, its parent and its left sibling.
+    #[inline]
+    fn replacement(
+        _node: &NodeHeader,
+        _config: &Self::Config,
+        _index_bytes: usize,
+    ) -> Option<Replacement<Self>> {
+        None
+    }
 }

@@ -134,6 +134,18 @@ impl<'a> VarProbe<'a> {
             tid,
         }
     }
+
+    /// The key bytes.
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The tid part of a non-unique tree's key.
+    #[inline]
+    pub fn tid(&self) -> Option<u64> {
+        self.tid
+    }
 }
 
 /// The slotted node representation.

@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::{Arc, RwLock};
 
+use elastree::table::KeySource;
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -19,6 +21,68 @@ pub fn scaled(n: u64) -> u64 {
         .unwrap_or(1.0);
     ((n as f64 * scale) as u64).max(1)
 }
+
+/// The table of a test: the key of every tid handed to an index, so that kinds with
+/// indirect keys (elastic, seqtree) can load them. Every kind's tests use it, so every kind
+/// sees the same tids.
+#[derive(Default)]
+pub struct Registry {
+    keys: RwLock<HashMap<u64, Vec<u8>>>,
+}
+
+impl Registry {
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// Records that `tid` is a tuple with key `key`.
+    pub fn register(&self, tid: u64, key: &[u8]) {
+        self.keys.write().unwrap().insert(tid, key.to_vec());
+    }
+
+    /// The tid of the `j`-th tuple with key `key` (deterministic, registered).
+    pub fn pair_tid(&self, key: &[u8], j: u64) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ j.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for &b in key {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= h >> 29;
+        self.register(h, key);
+        h
+    }
+}
+
+impl KeySource for Registry {
+    fn key(&self, tid: u64, out: &mut Vec<u8>) -> bool {
+        out.clear();
+        match self.keys.read().unwrap().get(&tid) {
+            Some(key) => {
+                out.extend_from_slice(key);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A builder for `kind` wired to `registry` (and, for the elastic kind, to a budget of
+/// `budget` bytes), so every kind can be built the same way.
+pub fn builder(kind: IndexKind, registry: &Arc<Registry>, budget: usize) -> IndexBuilder {
+    let builder = IndexBuilder::new(kind);
+    if !kind.needs_key_source() {
+        return builder;
+    }
+    let builder = builder.key_source(registry.clone() as Arc<dyn KeySource>);
+    if kind == IndexKind::Elastic {
+        builder.budget(budget)
+    } else {
+        builder
+    }
+}
+
+/// The elastic budget of tiny-node tests: small enough that the model tests' few hundred
+/// keys push the tree into shrinking, and draining it brings it back to expanding.
+pub const TINY_BUDGET: usize = 8 * 1024;
 
 /// How the model test draws keys.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +173,14 @@ fn bound_of(rng: &mut StdRng, keys: Keys, step: u64) -> Bound<Vec<u8>> {
 
 /// Runs `ops` random operations against `index` and the model, comparing every result, and
 /// checks the structure every `check_every` operations and at the end.
-pub fn run_model(index: &dyn Index, keys: Keys, ops: u64, seed: u64, check_every: u64) {
+pub fn run_model(
+    index: &dyn Index,
+    registry: &Registry,
+    keys: Keys,
+    ops: u64,
+    seed: u64,
+    check_every: u64,
+) {
     let ops = scaled(ops);
     let check_every = scaled(check_every);
     let mut rng = StdRng::seed_from_u64(seed);
@@ -120,7 +191,13 @@ pub fn run_model(index: &dyn Index, keys: Keys, ops: u64, seed: u64, check_every
         let ctx = || format!("seed {seed} step {step} key {key:02x?}");
         match rng.gen_range(0..100) {
             0..=39 => {
-                let tid = rng.gen_range(0..if unique { u64::MAX } else { 8 });
+                let tid = if unique {
+                    let tid = rng.gen();
+                    registry.register(tid, &key);
+                    tid
+                } else {
+                    registry.pair_tid(&key, rng.gen_range(0..8))
+                };
                 let got = index.insert(&key, tid).unwrap();
                 let tids = model.entry(key.clone()).or_default();
                 if unique {
@@ -138,7 +215,7 @@ pub fn run_model(index: &dyn Index, keys: Keys, ops: u64, seed: u64, check_every
                     let expected = model.remove(&key).and_then(|mut t| t.pop_first());
                     assert_eq!(got, expected, "remove {}", ctx());
                 } else {
-                    let tid = rng.gen_range(0..8);
+                    let tid = registry.pair_tid(&key, rng.gen_range(0..8));
                     let got = index.remove_pair(&key, tid).unwrap();
                     let expected = model.get_mut(&key).is_some_and(|t| t.remove(&tid));
                     if model.get(&key).is_some_and(|t| t.is_empty()) {
@@ -236,8 +313,16 @@ pub fn run_model(index: &dyn Index, keys: Keys, ops: u64, seed: u64, check_every
 }
 
 /// A builder for `kind` with tiny nodes, so splits and merges happen constantly.
-pub fn tiny(kind: IndexKind, unique: bool, keys: Keys, max_key_len: usize) -> IndexBuilder {
-    IndexBuilder::new(kind)
+pub fn tiny(
+    kind: IndexKind,
+    registry: &Arc<Registry>,
+    unique: bool,
+    keys: Keys,
+    max_key_len: usize,
+) -> IndexBuilder {
+    // Two BlindiTree levels even in 4-key SeqTree leaves, so searches use the tree.
+    builder(kind, registry, TINY_BUDGET)
+        .tree_levels(2)
         .unique(unique)
         .key_len(keys.key_len())
         .max_key_len(max_key_len)

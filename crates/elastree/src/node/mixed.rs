@@ -1,0 +1,450 @@
+//! A representation mixing standard leaves and SeqTree leaves in one tree: the elastic
+//! B+-tree (`elastic`) and the fully compact tree (`seqtree`).
+//!
+//! [`Mixed<R>`] is a [`NodeRepr`] whose inner nodes are always `R`'s and whose leaves are
+//! either `R`'s standard leaves or [`SeqTree`] leaves, told apart by
+//! [`NodeHeader::format`] (set before a node is published, never changed). Every ADT
+//! operation dispatches on it, so the tree algorithm is the B+-tree's; the elasticity
+//! algorithm ([`crate::elastic`]) enters through the tree's hooks (`overflow`,
+//! `after_remove`, `after_lookup`, `replacement`).
+//!
+//! Leaves of different forms are never merged with each other (a standard leaf between two
+//! SeqTree leaves may stay underfull); SeqTree leaves of the elastic tree never merge at
+//! all, they shrink or turn back into standard leaves instead (the paper's underflow rule).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::blind::BlindKeys;
+use super::seqtree::{SeqShared, SeqTree, FORMAT_COMPACT};
+use super::{NodeHeader, NodeRepr, Overflow, Replacement, SearchResult, Underflow};
+use crate::elastic::{ElasticPolicy, ElasticState, Event};
+
+/// How a mixed tree uses SeqTree leaves.
+#[derive(Debug, Clone)]
+pub enum LeafMode {
+    /// Every leaf is a SeqTree leaf of one capacity (the paper's "SeqTree128").
+    AllCompact {
+        /// The capacity of every leaf.
+        capacity: usize,
+    },
+    /// Standard leaves, compacted and expanded by the elasticity algorithm.
+    Elastic(Arc<ElasticPolicy>),
+}
+
+/// Settings of a mixed tree.
+pub struct MixedConfig<R: NodeRepr> {
+    /// The standard representation's settings.
+    pub base: R::Config,
+    /// The SeqTree leaves' settings, key source and body byte count.
+    pub seq: Arc<SeqShared>,
+    /// How leaves are chosen.
+    pub mode: LeafMode,
+}
+
+impl<R: NodeRepr> Clone for MixedConfig<R> {
+    fn clone(&self) -> Self {
+        Self {
+            base: self.base.clone(),
+            seq: Arc::clone(&self.seq),
+            mode: self.mode.clone(),
+        }
+    }
+}
+
+impl<R: NodeRepr> fmt::Debug for MixedConfig<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MixedConfig")
+            .field("base", &self.base)
+            .field("seq", &self.seq)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+/// The mixed representation over standard representation `R`.
+#[derive(Debug)]
+pub struct Mixed<R>(std::marker::PhantomData<R>);
+
+#[inline]
+fn is_compact(node: &NodeHeader) -> bool {
+    node.format.load(Ordering::Relaxed) == FORMAT_COMPACT
+}
+
+impl<R: BlindKeys> Mixed<R> {
+    /// Copies the entries `from..` of any leaf with their keys.
+    fn entries(node: &NodeHeader, config: &MixedConfig<R>, from: usize) -> Vec<(R::Owned, u64)> {
+        let count = Self::count(node, config);
+        (from..count)
+            .map(|i| {
+                (
+                    Self::key_at(node, config, i),
+                    Self::value_at(node, config, i),
+                )
+            })
+            .collect()
+    }
+
+    /// Drops the entries from `len` on of any leaf (write lock held).
+    fn truncate(node: &NodeHeader, config: &MixedConfig<R>, len: usize) {
+        while Self::count(node, config) > len {
+            let last = Self::count(node, config) - 1;
+            Self::remove_at(node, config, last);
+        }
+    }
+
+    /// A new standard leaf holding `entries`, or `None` if they do not fit.
+    fn standard_leaf(
+        config: &MixedConfig<R>,
+        entries: &[(R::Owned, u64)],
+    ) -> Option<(NonNull<NodeHeader>, usize)> {
+        let (node, bytes) = R::alloc(&config.base, 0);
+        // SAFETY: freshly allocated, unpublished.
+        let leaf = unsafe { node.as_ref() };
+        for (i, (key, tid)) in entries.iter().enumerate() {
+            if !R::has_room(leaf, &config.base, Some(R::probe(key))) {
+                // SAFETY: never published.
+                unsafe { R::free(&config.base, node) };
+                return None;
+            }
+            R::insert_at(leaf, &config.base, i, R::probe(key), *tid);
+        }
+        Some((node, bytes))
+    }
+
+    fn policy(config: &MixedConfig<R>) -> Option<&ElasticPolicy> {
+        match &config.mode {
+            LeafMode::Elastic(policy) => Some(policy),
+            LeafMode::AllCompact { .. } => None,
+        }
+    }
+
+    /// What to do with a full or chosen SeqTree leaf when not shrinking: split it into two
+    /// leaves of half its capacity, standard ones when that is the standard capacity.
+    fn expansion(node: &NodeHeader, policy: &ElasticPolicy) -> Overflow {
+        if SeqTree::<R>::capacity(node) / 2 > policy.leaf_capacity {
+            Overflow::SplitHalving
+        } else {
+            Overflow::Replace
+        }
+    }
+}
+
+// SAFETY: inner nodes and standard leaves are `R`'s nodes (whose guarantees `R` gives);
+// SeqTree leaves start with a `NodeHeader`, are freed only by `free`, and their read methods
+// clamp every position to the body they read. The format field is set before publication and
+// never changes, so a dispatch always reaches the representation that allocated the node.
+unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
+    type Config = MixedConfig<R>;
+    type Probe<'a> = R::Probe<'a>;
+    type Owned = R::Owned;
+
+    const NAME: &'static str = "mixed";
+
+    #[inline]
+    fn probe(key: &R::Owned) -> R::Probe<'_> {
+        R::probe(key)
+    }
+
+    fn compare(config: &MixedConfig<R>, a: &R::Owned, b: &R::Owned) -> CmpOrdering {
+        R::compare(&config.base, a, b)
+    }
+
+    fn alloc(config: &MixedConfig<R>, level: u16) -> (NonNull<NodeHeader>, usize) {
+        match (&config.mode, level) {
+            (LeafMode::AllCompact { capacity }, 0) => SeqTree::<R>::alloc(&config.seq, *capacity),
+            _ => R::alloc(&config.base, level),
+        }
+    }
+
+    fn alloc_sibling(config: &MixedConfig<R>, node: &NodeHeader) -> (NonNull<NodeHeader>, usize) {
+        if is_compact(node) {
+            SeqTree::<R>::alloc(&config.seq, SeqTree::<R>::capacity(node))
+        } else {
+            R::alloc(&config.base, node.level())
+        }
+    }
+
+    unsafe fn free(config: &MixedConfig<R>, node: NonNull<NodeHeader>) -> usize {
+        // SAFETY: the caller's guarantee, passed on to the representation that allocated it.
+        unsafe {
+            if is_compact(node.as_ref()) {
+                SeqTree::<R>::free(&config.seq, node)
+            } else {
+                R::free(&config.base, node)
+            }
+        }
+    }
+
+    #[inline]
+    fn capacity(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
+        if is_compact(node) {
+            SeqTree::<R>::capacity(node)
+        } else {
+            R::capacity(node, &config.base)
+        }
+    }
+
+    #[inline]
+    fn count(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
+        if is_compact(node) {
+            SeqTree::<R>::count(node)
+        } else {
+            R::count(node, &config.base)
+        }
+    }
+
+    #[inline]
+    fn search(node: &NodeHeader, config: &MixedConfig<R>, probe: R::Probe<'_>) -> SearchResult {
+        if is_compact(node) {
+            SeqTree::<R>::search(node, &config.seq, probe)
+        } else {
+            R::search(node, &config.base, probe)
+        }
+    }
+
+    #[inline]
+    fn key_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) -> R::Owned {
+        if is_compact(node) {
+            SeqTree::<R>::key_at(node, &config.seq, i)
+        } else {
+            R::key_at(node, &config.base, i)
+        }
+    }
+
+    #[inline]
+    fn value_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) -> u64 {
+        if is_compact(node) {
+            SeqTree::<R>::value_at(node, i)
+        } else {
+            R::value_at(node, &config.base, i)
+        }
+    }
+
+    fn set_value(node: &NodeHeader, config: &MixedConfig<R>, i: usize, value: u64) {
+        if is_compact(node) {
+            SeqTree::<R>::set_value(node, i, value)
+        } else {
+            R::set_value(node, &config.base, i, value)
+        }
+    }
+
+    #[inline]
+    fn has_room(node: &NodeHeader, config: &MixedConfig<R>, probe: Option<R::Probe<'_>>) -> bool {
+        if is_compact(node) {
+            SeqTree::<R>::has_room(node)
+        } else {
+            R::has_room(node, &config.base, probe)
+        }
+    }
+
+    fn insert_at(
+        node: &NodeHeader,
+        config: &MixedConfig<R>,
+        i: usize,
+        key: R::Probe<'_>,
+        value: u64,
+    ) {
+        if is_compact(node) {
+            SeqTree::<R>::insert_at(node, &config.seq, i, key, value)
+        } else {
+            R::insert_at(node, &config.base, i, key, value)
+        }
+    }
+
+    fn remove_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) {
+        if is_compact(node) {
+            SeqTree::<R>::remove_at(node, &config.seq, i)
+        } else {
+            R::remove_at(node, &config.base, i)
+        }
+    }
+
+    fn move_tail(src: &NodeHeader, from: usize, dst: &NodeHeader, config: &MixedConfig<R>) {
+        match (is_compact(src), is_compact(dst)) {
+            (true, true) => SeqTree::<R>::move_tail(src, from, dst, &config.seq),
+            (false, false) => R::move_tail(src, from, dst, &config.base),
+            (_, dst_compact) => {
+                let entries = Self::entries(src, config, from);
+                if dst_compact {
+                    SeqTree::<R>::append_entries(dst, &config.seq, &entries);
+                } else {
+                    for (key, tid) in &entries {
+                        let at = R::count(dst, &config.base);
+                        R::insert_at(dst, &config.base, at, R::probe(key), *tid);
+                    }
+                }
+                Self::truncate(src, config, from);
+            }
+        }
+    }
+
+    fn split_point(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
+        if is_compact(node) {
+            SeqTree::<R>::count(node) / 2
+        } else {
+            R::split_point(node, &config.base)
+        }
+    }
+
+    fn fits_merge(
+        left: &NodeHeader,
+        right: &NodeHeader,
+        extra: usize,
+        config: &MixedConfig<R>,
+    ) -> bool {
+        match (is_compact(left), is_compact(right)) {
+            (false, false) => R::fits_merge(left, right, extra, &config.base),
+            (true, true) => {
+                SeqTree::<R>::count(left) + SeqTree::<R>::count(right)
+                    <= SeqTree::<R>::capacity(left)
+            }
+            _ => false,
+        }
+    }
+
+    fn is_underfull(node: &NodeHeader, config: &MixedConfig<R>) -> bool {
+        if !is_compact(node) {
+            return R::is_underfull(node, &config.base);
+        }
+        match config.mode {
+            LeafMode::AllCompact { .. } => {
+                SeqTree::<R>::count(node) < SeqTree::<R>::capacity(node) / 4
+            }
+            // Elastic SeqTree leaves shrink in `after_remove` instead of merging.
+            LeafMode::Elastic(_) => false,
+        }
+    }
+
+    fn check_node(node: &NodeHeader, config: &MixedConfig<R>) -> Result<(), String> {
+        if !is_compact(node) {
+            return R::check_node(node, &config.base);
+        }
+        if !node.is_leaf() {
+            return Err("a SeqTree node above the leaf level".into());
+        }
+        SeqTree::<R>::check_node(node, &config.seq)
+    }
+
+    fn extra_leaf_bytes(config: &MixedConfig<R>) -> usize {
+        config.seq.body_bytes.get()
+    }
+
+    fn overflow(node: &NodeHeader, config: &MixedConfig<R>, index_bytes: usize) -> Overflow {
+        let Some(policy) = Self::policy(config) else {
+            return Overflow::Split;
+        };
+        let state = policy.observe(index_bytes);
+        match (is_compact(node), state) {
+            (false, ElasticState::Shrinking) => Overflow::Replace,
+            (false, ElasticState::Expanding) => Overflow::Split,
+            (true, ElasticState::Shrinking) => {
+                if SeqTree::<R>::capacity(node) < policy.compact_max {
+                    Overflow::Grow
+                } else {
+                    Overflow::Split
+                }
+            }
+            (true, ElasticState::Expanding) => Self::expansion(node, policy),
+        }
+    }
+
+    fn grow(node: &NodeHeader, config: &MixedConfig<R>) {
+        if let (true, Some(policy)) = (is_compact(node), Self::policy(config)) {
+            let doubled = (2 * SeqTree::<R>::capacity(node)).min(policy.compact_max);
+            SeqTree::<R>::set_capacity(node, doubled);
+            policy.record(Event::Grew);
+        }
+    }
+
+    fn halve_capacity(node: &NodeHeader, config: &MixedConfig<R>) {
+        if is_compact(node) {
+            let cap = SeqTree::<R>::capacity(node);
+            let half = (cap / 2).max(SeqTree::<R>::count(node));
+            SeqTree::<R>::set_capacity(node, half);
+            if let Some(policy) = Self::policy(config) {
+                policy.record(Event::Expanded);
+            }
+        }
+    }
+
+    fn after_remove(node: &NodeHeader, config: &MixedConfig<R>) -> Underflow {
+        let (true, Some(policy)) = (is_compact(node), Self::policy(config)) else {
+            return if Self::is_underfull(node, config) {
+                Underflow::Merge
+            } else {
+                Underflow::Keep
+            };
+        };
+        // The k + 1 rule for a SeqTree leaf of capacity 2k.
+        let count = SeqTree::<R>::count(node);
+        let half = SeqTree::<R>::capacity(node) / 2;
+        if count > half {
+            Underflow::Keep
+        } else if half > policy.leaf_capacity {
+            SeqTree::<R>::set_capacity(node, half);
+            Underflow::Keep
+        } else {
+            Underflow::Replace
+        }
+    }
+
+    fn after_lookup(node: &NodeHeader, config: &MixedConfig<R>) -> Option<Overflow> {
+        if !is_compact(node) {
+            return None;
+        }
+        let policy = Self::policy(config)?;
+        (policy.state() == ElasticState::Expanding && policy.roll_expansion())
+            .then(|| Self::expansion(node, policy))
+    }
+
+    fn replacement(
+        node: &NodeHeader,
+        config: &MixedConfig<R>,
+        _index_bytes: usize,
+    ) -> Option<Replacement<Self>> {
+        let policy = Self::policy(config)?;
+        let entries = Self::entries(node, config, 0);
+        if !is_compact(node) {
+            // A standard leaf becomes a SeqTree leaf of the start capacity.
+            let (first, bytes) = SeqTree::<R>::alloc(&config.seq, policy.compact_start);
+            // SAFETY: freshly allocated, unpublished.
+            SeqTree::<R>::append_entries(unsafe { first.as_ref() }, &config.seq, &entries);
+            policy.record(Event::Compacted);
+            return Some(Replacement {
+                first,
+                second: None,
+                bytes,
+            });
+        }
+        // A SeqTree leaf goes back to one or two standard leaves.
+        let (left, right) = if entries.len() <= policy.leaf_capacity {
+            (&entries[..], &[][..])
+        } else {
+            entries.split_at(entries.len() / 2)
+        };
+        let (first, first_bytes) = Self::standard_leaf(config, left)?;
+        let second = if right.is_empty() {
+            None
+        } else {
+            match Self::standard_leaf(config, right) {
+                Some((node, bytes)) => Some((right[0].0.clone(), node, bytes)),
+                None => {
+                    // SAFETY: never published.
+                    unsafe { R::free(&config.base, first) };
+                    return None;
+                }
+            }
+        };
+        policy.record(Event::Expanded);
+        let bytes = first_bytes + second.as_ref().map_or(0, |s| s.2);
+        Some(Replacement {
+            first,
+            second: second.map(|(key, node, _)| (key, node)),
+            bytes,
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! The elastic tree's promises: it converts leaves both ways as its size crosses the
+//! thresholds, it keeps to its budget where a B+-tree would not, the all-SeqTree tree is
+//! compact, and impossible configurations are refused with typed errors.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{builder, scaled, Registry};
+use elastree::elastic::ElasticOptions;
+use elastree::table::KeySource;
+use elastree::{ElasticIndex, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+/// Keys `0..n` scrambled, as 8-byte big-endian keys, with tid = position in the table.
+fn table(n: usize, seed: u64) -> (Arc<Vec<Vec<u8>>>, Vec<u64>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let keys: Vec<Vec<u8>> = (0..n)
+        .map(|_| rng.gen::<u64>().to_be_bytes().to_vec())
+        .collect();
+    let mut order: Vec<u64> = (0..n as u64).collect();
+    order.shuffle(&mut rng);
+    (Arc::new(keys), order)
+}
+
+fn elastic(keys: &Arc<Vec<Vec<u8>>>, options: ElasticOptions) -> ElasticIndex {
+    let source: Arc<dyn KeySource> = keys.clone();
+    ElasticIndex::new(
+        &IndexBuilder::new(IndexKind::Elastic)
+            .key_len(KeyLen::Fixed(8))
+            .key_source(source)
+            .elastic_options(options),
+    )
+    .unwrap()
+}
+
+#[test]
+fn grows_within_its_budget_and_expands_back() {
+    let n = scaled(200_000) as usize;
+    let (keys, order) = table(n, 1);
+    // A plain B+-tree needs about 23.6 bytes per random 8-byte key: the budget is what it
+    // needs for half the keys (the paper's Figure 5 setting), so the index must hold 2x.
+    let budget = (n * 12).max(64 * 1024);
+    let index = elastic(&keys, ElasticOptions::new(budget));
+    for &tid in &order {
+        index.insert(&keys[tid as usize], tid).unwrap();
+    }
+    index.check().unwrap();
+    let stats = index.elastic_stats().unwrap();
+    assert!(stats.compactions > 0, "{stats:?}");
+    // Replaced SeqTree bodies stay counted until the epoch collector frees them; let it.
+    for _ in 0..1024 {
+        crossbeam_epoch::pin().flush();
+    }
+    let held = index.memory().total();
+    assert!(
+        held as f64 <= budget as f64 * 1.05,
+        "{held} bytes over the budget of {budget} ({n} keys)"
+    );
+    for &tid in &order {
+        assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
+    }
+    // Remove 90%: SeqTree leaves shrink and turn back into standard leaves.
+    for &tid in &order[..n * 9 / 10] {
+        assert_eq!(index.remove(&keys[tid as usize]).unwrap(), Some(tid));
+    }
+    index.check().unwrap();
+    // Lookups in the expanding state split what is left.
+    for _ in 0..4 {
+        for &tid in &order[n * 9 / 10..] {
+            assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
+        }
+    }
+    index.check().unwrap();
+    let after = index.elastic_stats().unwrap();
+    assert!(after.expansions > 0, "{after:?}");
+    assert_eq!(index.len(), n - n * 9 / 10);
+}
+
+#[test]
+fn seqtree_is_compact() {
+    let n = scaled(200_000) as usize;
+    let (keys, order) = table(n, 2);
+    let source: Arc<dyn KeySource> = keys.clone();
+    let index = IndexBuilder::new(IndexKind::SeqTree)
+        .key_len(KeyLen::Fixed(8))
+        .key_source(source)
+        .build()
+        .unwrap();
+    for &tid in &order {
+        index.insert(&keys[tid as usize], tid).unwrap();
+    }
+    index.check().unwrap();
+    let per_key = index.memory().total() as f64 / n as f64;
+    // The target is at most 11 bytes per key including tids and inner nodes.
+    assert!(per_key <= 11.0, "{per_key:.2} bytes per key");
+}
+
+#[test]
+fn impossible_configurations_are_typed_errors() {
+    let registry = Registry::new();
+    let missing_source = IndexBuilder::new(IndexKind::SeqTree).build();
+    assert!(matches!(missing_source, Err(Error::InvalidConfig(_))));
+    let source: Arc<dyn KeySource> = registry.clone();
+    let missing_budget = IndexBuilder::new(IndexKind::Elastic)
+        .key_source(source.clone())
+        .build();
+    assert!(matches!(missing_budget, Err(Error::InvalidConfig(m)) if m.contains("budget")));
+    let tiny_budget = builder(IndexKind::Elastic, &registry, 100).build();
+    assert!(matches!(tiny_budget, Err(Error::InvalidConfig(m)) if m.contains("budget")));
+    let mut bad = ElasticOptions::new(1 << 20);
+    bad.shrink_at = 0.5;
+    let thresholds = IndexBuilder::new(IndexKind::Elastic)
+        .key_source(source.clone())
+        .elastic_options(bad)
+        .build();
+    assert!(matches!(thresholds, Err(Error::InvalidConfig(_))));
+    let budget_on_btree = IndexBuilder::new(IndexKind::BTree).budget(1 << 20).build();
+    assert!(matches!(budget_on_btree, Err(Error::InvalidConfig(_))));
+    let long_keys = IndexBuilder::new(IndexKind::SeqTree)
+        .key_source(source)
+        .max_key_len(20_000)
+        .build();
+    assert!(matches!(long_keys, Err(Error::InvalidConfig(_))));
+}
+
+#[test]
+fn a_budget_below_the_inner_nodes_degrades_to_all_compact() {
+    let n = scaled(50_000) as usize;
+    let (keys, order) = table(n, 3);
+    let index = elastic(&keys, ElasticOptions::new(elastree::elastic::MIN_BUDGET));
+    for &tid in &order {
+        index.insert(&keys[tid as usize], tid).unwrap();
+    }
+    index.check().unwrap();
+    assert_eq!(index.len(), n);
+    let stats = index.elastic_stats().unwrap();
+    assert!(stats.over_budget, "{stats:?}");
+}
