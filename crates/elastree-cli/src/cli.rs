@@ -14,7 +14,11 @@ use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
 
-use crate::shell::run_shell;
+use std::sync::Arc;
+
+use elastree::table::KeySource;
+
+use crate::shell::{run_shell_with_table, ShellTable};
 
 /// Exit code for an index that cannot be built (the same as clap's usage errors).
 pub const EXIT_BAD_CONFIG: u8 = 2;
@@ -84,6 +88,25 @@ pub struct IndexArgs {
     /// The most separators an inner node holds (default: the kind's).
     #[arg(long, value_name = "ENTRIES")]
     pub inner_capacity: Option<usize>,
+
+    /// The byte budget of the elastic kind (e.g. 64M, 1G, or plain bytes).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub budget: Option<usize>,
+}
+
+/// Parses a byte count with an optional K, M or G suffix (powers of 1024).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let (digits, scale) = match text.as_bytes().last() {
+        Some(b'K' | b'k') => (&text[..text.len() - 1], 1usize << 10),
+        Some(b'M' | b'm') => (&text[..text.len() - 1], 1 << 20),
+        Some(b'G' | b'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?} is not a byte count (e.g. 65536, 64K, 64M, 1G)"))
 }
 
 /// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] as the possible
@@ -108,13 +131,30 @@ impl IndexArgs {
         if let Some(entries) = self.inner_capacity {
             builder = builder.inner_capacity(entries);
         }
+        if let Some(bytes) = self.budget {
+            builder = builder.budget(bytes);
+        }
         builder
     }
 
     /// Builds the index, or prints why it cannot be built on stderr and returns the exit
     /// code to end with.
     pub fn build_or_report(&self) -> Result<Box<dyn Index>, ExitCode> {
-        self.builder().build().map_err(|err| {
+        self.build_with(self.builder())
+    }
+
+    /// Builds the index of a shell session: kinds with indirect keys get `table` as their
+    /// key source.
+    pub fn build_for_shell(&self, table: &Arc<ShellTable>) -> Result<Box<dyn Index>, ExitCode> {
+        let mut builder = self.builder();
+        if self.index.needs_key_source() {
+            builder = builder.key_source(table.clone() as Arc<dyn KeySource>);
+        }
+        self.build_with(builder)
+    }
+
+    fn build_with(&self, builder: IndexBuilder) -> Result<Box<dyn Index>, ExitCode> {
+        builder.build().map_err(|err| {
             eprintln!("elastree: cannot build the {} index: {err}", self.index);
             ExitCode::from(EXIT_BAD_CONFIG)
         })
@@ -164,7 +204,8 @@ fn shell_quote(arg: &str) -> String {
 
 /// `elastree shell`: the line protocol of [`crate::shell`] on stdin and stdout.
 fn shell(args: &ShellArgs) -> ExitCode {
-    let index = match args.index.build_or_report() {
+    let table = Arc::new(ShellTable::default());
+    let index = match args.index.build_for_shell(&table) {
         Ok(index) => index,
         Err(code) => return code,
     };
@@ -181,7 +222,14 @@ fn shell(args: &ShellArgs) -> ExitCode {
             }
         );
     }
-    match run_shell(&*index, stdin.lock(), io::stdout().lock(), interactive) {
+    let table = args.index.index.needs_key_source().then_some(&*table);
+    match run_shell_with_table(
+        &*index,
+        table,
+        stdin.lock(),
+        io::stdout().lock(),
+        interactive,
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`elastree shell < script | head`): nothing left to say.
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

@@ -40,12 +40,76 @@
 //! output. Anything malformed, and any error the index returns, produces one line
 //! `ERR <message>` and the session goes on; a line that is not valid UTF-8 is such an error.
 //! Lines may end in `\n` or `\r\n`; the last line needs no terminator.
+//!
+//! # Kinds with indirect keys
+//!
+//! The `elastic` and `seqtree` kinds store tids, not keys, in their compact leaves, and load
+//! a key from the table when they need it. In the shell the table is a [`ShellTable`]: `put
+//! KEY TID` records that tuple `TID` has key `KEY`, and removing the pair forgets it. A tuple
+//! has one key, so `put` of a tid that is still indexed under another key is refused with
+//! `ERR`.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::ops::Bound;
+use std::sync::RwLock;
 
+use elastree::table::KeySource;
 use elastree::{Direction, Index};
+
+/// The table of a shell session whose index loads keys by tid (`elastic`, `seqtree`): the
+/// key of every tid currently indexed.
+#[derive(Debug, Default)]
+pub struct ShellTable {
+    keys: RwLock<HashMap<u64, Vec<u8>>>,
+}
+
+impl ShellTable {
+    /// Records that tuple `tid` has key `key`; refuses a tid indexed under another key.
+    /// Returns whether the tid is new (so a failed insert can forget it again).
+    fn claim(&self, tid: u64, key: &[u8]) -> Result<bool, CommandError> {
+        let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
+        match keys.get(&tid) {
+            Some(existing) if existing.as_slice() == key => Ok(false),
+            Some(existing) => {
+                let mut hex = Vec::new();
+                push_hex(&mut hex, existing);
+                Err(CommandError::Conflict(format!(
+                    "tid {tid} is the tuple of key hex:{}; a tuple has one key (delete that \
+                     pair first)",
+                    String::from_utf8_lossy(&hex)
+                )))
+            }
+            None => {
+                keys.insert(tid, key.to_vec());
+                Ok(true)
+            }
+        }
+    }
+
+    /// Forgets tuple `tid` (its pair left the index).
+    fn release(&self, tid: u64) {
+        self.keys
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&tid);
+    }
+}
+
+impl KeySource for ShellTable {
+    fn key(&self, tid: u64, out: &mut Vec<u8>) -> bool {
+        out.clear();
+        let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
+        match keys.get(&tid) {
+            Some(key) => {
+                out.extend_from_slice(key);
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// The prompt printed before each line when the input is interactive.
 pub const PROMPT: &str = "elastree> ";
@@ -418,9 +482,23 @@ pub fn run_shell(
     output: impl Write,
     prompt: bool,
 ) -> io::Result<()> {
+    run_shell_with_table(index, None, input, output, prompt)
+}
+
+/// [`run_shell`] for an index that loads keys from `table` (the kinds with indirect keys):
+/// `put` and `del` keep the table in step with the index.
+pub fn run_shell_with_table(
+    index: &dyn Index,
+    table: Option<&ShellTable>,
+    input: impl Read,
+    output: impl Write,
+    prompt: bool,
+) -> io::Result<()> {
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut out = BufWriter::with_capacity(64 * 1024, output);
-    let result = Session::new(index).run(&mut input, &mut out, prompt);
+    let mut session = Session::new(index);
+    session.table = table;
+    let result = session.run(&mut input, &mut out, prompt);
     let flushed = out.flush();
     result.and(flushed)
 }
@@ -438,6 +516,8 @@ const SCRATCH_KEEP: usize = 1 << 20;
 /// The state of one shell session: the index and reusable buffers.
 struct Session<'a> {
     index: &'a dyn Index,
+    /// The table, for kinds with indirect keys.
+    table: Option<&'a ShellTable>,
     unique: bool,
     tids: Vec<u64>,
     scratch: Vec<u8>,
@@ -447,6 +527,7 @@ impl<'a> Session<'a> {
     fn new(index: &'a dyn Index) -> Self {
         Self {
             index,
+            table: None,
             unique: index.is_unique(),
             tids: Vec::new(),
             scratch: Vec::new(),
@@ -514,25 +595,19 @@ impl<'a> Session<'a> {
                 out.write_all(HELP.as_bytes())?;
                 Ok(())
             }
-            Command::Put { key, tid } => match index.insert(&key, tid) {
-                Ok(Some(old)) if self.unique => {
-                    writeln!(out, "OK {old}")?;
-                    Ok(())
-                }
-                Ok(_) => {
-                    writeln!(out, "OK")?;
-                    Ok(())
-                }
-                Err(err) => Err(err.into()),
-            },
+            Command::Put { key, tid } => self.put(&key, tid, out),
             Command::Get { key } => self.get(&key, out),
             Command::Del { key, tid } => match (self.unique, tid) {
                 (true, None) => match index.remove(&key) {
-                    Ok(removed) => write_opt(out, removed).map_err(CommandError::from),
+                    Ok(removed) => {
+                        self.forget(removed);
+                        write_opt(out, removed).map_err(CommandError::from)
+                    }
                     Err(err) => Err(err.into()),
                 },
                 (false, Some(tid)) => match index.remove_pair(&key, tid) {
                     Ok(removed) => {
+                        self.forget(removed.then_some(tid));
                         write_opt(out, removed.then_some(tid)).map_err(CommandError::from)
                     }
                     Err(err) => Err(err.into()),
@@ -600,8 +675,43 @@ impl<'a> Session<'a> {
             Err(CommandError::Io(err)) => return Err(err),
             Err(CommandError::Parse(err)) => writeln!(out, "ERR {err}")?,
             Err(CommandError::Index(err)) => writeln!(out, "ERR {err}")?,
+            Err(CommandError::Conflict(what)) => writeln!(out, "ERR {what}")?,
         }
         Ok(Flow::Continue)
+    }
+
+    /// `put`: records the tuple in the table (if there is one), then inserts.
+    fn put(&mut self, key: &[u8], tid: u64, out: &mut impl Write) -> Result<(), CommandError> {
+        let claimed = match self.table {
+            Some(table) => table.claim(tid, key)?,
+            None => false,
+        };
+        match self.index.insert(key, tid) {
+            Ok(Some(old)) if self.unique => {
+                if old != tid {
+                    self.forget(Some(old));
+                }
+                writeln!(out, "OK {old}")?;
+                Ok(())
+            }
+            Ok(_) => {
+                writeln!(out, "OK")?;
+                Ok(())
+            }
+            Err(err) => {
+                if claimed {
+                    self.forget(Some(tid));
+                }
+                Err(err.into())
+            }
+        }
+    }
+
+    /// Forgets a tuple that left the index.
+    fn forget(&self, tid: Option<u64>) {
+        if let (Some(table), Some(tid)) = (self.table, tid) {
+            table.release(tid);
+        }
     }
 
     fn get(&mut self, key: &[u8], out: &mut impl Write) -> Result<(), CommandError> {
@@ -681,6 +791,8 @@ enum CommandError {
     Parse(ParseError),
     /// The index refused the operation (a reply).
     Index(elastree::Error),
+    /// The command contradicts the table (a reply).
+    Conflict(String),
 }
 
 impl From<io::Error> for CommandError {
