@@ -1,10 +1,16 @@
 //! A fixed, repeatable workload over the hot paths (load, lookup, 15-key scan, delete) for
 //! instruction counting: `valgrind --tool=callgrind target/release/examples/hot_paths`.
 //! Instruction counts, unlike timings, are repeatable on this shared machine.
+//!
+//! Arguments: `[keys] [kind]` (default 200000 btree); the `elastic` kind gets a budget of 12
+//! bytes per key, so it compacts part of the way.
 
 use std::ops::Bound;
 use std::time::Instant;
 
+use std::sync::Arc;
+
+use elastree::table::KeySource;
 use elastree::{Direction, IndexBuilder, IndexKind, KeyLen};
 
 fn main() {
@@ -15,10 +21,19 @@ fn main() {
     let keys: Vec<[u8; 8]> = (0..n)
         .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes())
         .collect();
-    let index = IndexBuilder::new(IndexKind::BTree)
-        .key_len(KeyLen::Fixed(8))
-        .build()
-        .expect("build");
+    let kind: IndexKind = std::env::args()
+        .nth(2)
+        .map(|s| s.parse().expect("an index kind"))
+        .unwrap_or(IndexKind::BTree);
+    let mut builder = IndexBuilder::new(kind).key_len(KeyLen::Fixed(8));
+    if kind.needs_key_source() {
+        let table: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+        builder = builder.key_source(Arc::new(table) as Arc<dyn KeySource>);
+    }
+    if kind == IndexKind::Elastic {
+        builder = builder.budget(12 * n as usize);
+    }
+    let index = builder.build().expect("build");
     let mops = |start: Instant, ops: usize| ops as f64 / start.elapsed().as_secs_f64() / 1e6;
     let start = Instant::now();
     for (tid, key) in keys.iter().enumerate() {

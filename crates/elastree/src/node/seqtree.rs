@@ -420,27 +420,84 @@ impl<K: BlindKeys> SeqTree<K> {
     /// each tree node points to the smallest bit in its range (the root of that range's
     /// sub-trie); an empty range gets [`END_TREE`].
     fn build_tree(body: &Body<'_, K::Pos>, n: usize) {
-        fn build<P: PosCell>(body: &Body<'_, P>, t: usize, lo: usize, hi: usize) {
-            if t >= body.tree.len() {
-                return;
-            }
-            if lo >= hi {
-                body.tree[t].store(END_TREE, Ordering::Relaxed);
-                build(body, 2 * t + 1, lo, lo);
-                build(body, 2 * t + 2, lo, lo);
-                return;
-            }
-            let mut e = lo;
-            for i in lo + 1..hi {
-                if body.bit(i) < body.bit(e) {
-                    e = i;
-                }
-            }
-            body.tree[t].store(e as u16, Ordering::Relaxed);
-            build(body, 2 * t + 1, lo, e);
-            build(body, 2 * t + 2, e + 1, hi);
+        Self::build_subtree(body, 0, 0, n.saturating_sub(1));
+    }
+
+    /// Builds the sub-tree of tree node `t`, whose range is bits `lo..hi`.
+    fn build_subtree(body: &Body<'_, K::Pos>, t: usize, lo: usize, hi: usize) {
+        if t >= body.tree.len() {
+            return;
         }
-        build(body, 0, 0, n.saturating_sub(1));
+        if lo >= hi {
+            body.tree[t].store(END_TREE, Ordering::Relaxed);
+            Self::build_subtree(body, 2 * t + 1, lo, lo);
+            Self::build_subtree(body, 2 * t + 2, lo, lo);
+            return;
+        }
+        let mut e = lo;
+        for i in lo + 1..hi {
+            if body.bit(i) < body.bit(e) {
+                e = i;
+            }
+        }
+        body.tree[t].store(e as u16, Ordering::Relaxed);
+        Self::build_subtree(body, 2 * t + 1, lo, e);
+        Self::build_subtree(body, 2 * t + 2, e + 1, hi);
+    }
+
+    /// Adds `delta` to every tree entry at or above bits index `from` (after entries were
+    /// shifted in `bits`).
+    fn shift_tree(body: &Body<'_, K::Pos>, from: usize, delta: isize) {
+        for cell in body.tree {
+            let e = cell.load(Ordering::Relaxed);
+            if e != END_TREE && usize::from(e) >= from {
+                cell.store((e as isize + delta) as u16, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Updates the tree after a new trie node with bit `bit` took bits index `at` (the
+    /// entries after it already shifted): descends the stored tree towards `at` and, where
+    /// the new node belongs above a stored one (or fills an empty range), splices it in by
+    /// rebuilding that sub-tree (section 5.3). Below the tree, nothing changes.
+    fn splice(body: &Body<'_, K::Pos>, bits_len: usize, at: usize, bit: u32) {
+        let (mut lo, mut hi, mut t) = (0, bits_len, 0);
+        while t < body.tree.len() {
+            let e = usize::from(body.tree_entry(t));
+            if e == usize::from(END_TREE) || e < lo || e >= hi || body.bit(e) > bit {
+                Self::build_subtree(body, t, lo, hi);
+                return;
+            }
+            if at < e {
+                hi = e;
+                t = 2 * t + 1;
+            } else {
+                lo = e + 1;
+                t = 2 * t + 2;
+            }
+        }
+    }
+
+    /// The bits range of tree node `t`, following the stored tree from the root.
+    fn range_of(body: &Body<'_, K::Pos>, t: usize, bits_len: usize) -> (usize, usize) {
+        let mut path = [0usize; MAX_LEVELS as usize];
+        let (mut depth, mut node) = (0, t);
+        while node > 0 {
+            path[depth] = node;
+            depth += 1;
+            node = (node - 1) / 2;
+        }
+        let (mut lo, mut hi, mut parent) = (0, bits_len, 0);
+        for &child in path[..depth].iter().rev() {
+            let e = usize::from(body.tree_entry(parent)).min(hi);
+            if child == 2 * parent + 1 {
+                hi = e.max(lo);
+            } else {
+                lo = (e + 1).min(hi);
+            }
+            parent = child;
+        }
+        (lo, hi)
     }
 
     /// Replaces the node's body by `new` (write lock held) and retires the old one.
@@ -566,7 +623,18 @@ impl<K: BlindKeys> SeqTree<K> {
             }
             Self::set_new_bits(&body, i, left, right);
             node.set_count(n + 1);
-            Self::build_tree(&body, n + 1);
+            // The new trie node is the larger of the two bits around the new key; the
+            // smaller one is the node that was there (and moves right when it is `right`).
+            let new_node = match (left, right) {
+                (Some(l), Some(r)) if l < r => Some((i, r)),
+                (Some(l), _) => Some((i - 1, l)),
+                (None, Some(r)) => Some((0, r)),
+                (None, None) => None,
+            };
+            if let Some((at, bit)) = new_node {
+                Self::shift_tree(&body, at, 1);
+                Self::splice(&body, n, at, bit);
+            }
             return;
         }
         // Breathing: the body is full; copy into a larger one with the entry in place.
@@ -596,6 +664,14 @@ impl<K: BlindKeys> SeqTree<K> {
             return;
         }
         let body = Self::body(node);
+        // The trie node that goes: of the two bits around key `i`, the larger.
+        let gone = match i {
+            _ if n < 2 => None,
+            0 => Some(0),
+            _ if i == n - 1 => Some(n - 2),
+            _ if body.bit(i - 1) < body.bit(i) => Some(i),
+            _ => Some(i - 1),
+        };
         if n >= 2 && i > 0 && i < n - 1 {
             body.bits[i - 1].set(body.bit(i - 1).min(body.bit(i)));
         }
@@ -612,8 +688,18 @@ impl<K: BlindKeys> SeqTree<K> {
             // Breathing out: move into a tighter body.
             let (tids, bits) = Self::snapshot(node);
             Self::write_all(node, shared, &tids, &bits);
-        } else {
-            Self::build_tree(&body, n - 1);
+        } else if let Some(gone) = gone {
+            // The tree node that pointed at the removed trie node (if it was in the tree)
+            // loses it: rebuild its sub-tree; every later entry moves left by one.
+            let holder = body
+                .tree
+                .iter()
+                .position(|cell| usize::from(cell.load(Ordering::Relaxed)) == gone);
+            Self::shift_tree(&body, gone + 1, -1);
+            if let Some(t) = holder {
+                let (lo, hi) = Self::range_of(&body, t, n - 2);
+                Self::build_subtree(&body, t, lo, hi);
+            }
         }
     }
 
