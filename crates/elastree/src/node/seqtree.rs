@@ -33,9 +33,9 @@
 //! node (48 bytes):  NodeHeader (format = FORMAT_COMPACT) | capacity: u32 | pad | body ptr
 //! body (one allocation, replaced as a whole):
 //!     word 0        slots (low 32 bits) | tree entries (high 32 bits), fixed at allocation
-//!     slots words   tids
 //!     tree cells    u16 each, END_TREE = u16::MAX
 //!     slots cells   bit positions (u8 or u16: `BlindKeys::Pos`)
+//!     slots words   tids (8-byte aligned)
 //! ```
 //!
 //! Invariants (no writer holding the lock): `count <= capacity` and `count <= slots`;
@@ -124,12 +124,15 @@ struct Body<'b, P> {
 }
 
 /// The layout of a body and the byte offsets of its tree and bits arrays.
+/// The layout of a body and the byte offsets of its bits and tids arrays. The tree and the
+/// bits come first, next to the meta word, so a search reads adjacent cache lines before the
+/// one tid it needs.
 fn body_layout<P: PosCell>(slots: usize, tree_len: usize) -> (Layout, usize, usize) {
-    let tree_at = 8 + 8 * slots;
-    let bits_at = tree_at + 2 * tree_len;
-    let end = bits_at + P::BYTES * slots;
-    let layout = Layout::from_size_align(end.next_multiple_of(8), 8).expect("body layout");
-    (layout, tree_at, bits_at)
+    let bits_at = 8 + 2 * tree_len;
+    let tids_at = (bits_at + P::BYTES * slots).next_multiple_of(8);
+    let end = tids_at + 8 * slots;
+    let layout = Layout::from_size_align(end, 8).expect("body layout");
+    (layout, bits_at, tids_at)
 }
 
 impl<'b, P: PosCell> Body<'b, P> {
@@ -143,15 +146,15 @@ impl<'b, P: PosCell> Body<'b, P> {
         let meta = unsafe { &*ptr }.load(Ordering::Relaxed);
         let slots = meta as u32 as usize;
         let tree_len = (meta >> 32) as usize;
-        let (_, tree_at, bits_at) = body_layout::<P>(slots, tree_len);
+        let (_, bits_at, tids_at) = body_layout::<P>(slots, tree_len);
         let base = ptr as *const u8;
-        // SAFETY: the body was allocated with exactly this layout; every cell is an atomic,
-        // so shared references are sound while writers store into them.
+        // SAFETY: the body was allocated with exactly this layout (tids 8-byte aligned); every
+        // cell is an atomic, so shared references are sound while writers store into them.
         unsafe {
             Body {
                 slots,
-                tids: std::slice::from_raw_parts(ptr.add(1), slots),
-                tree: std::slice::from_raw_parts(base.add(tree_at) as *const AtomicU16, tree_len),
+                tids: std::slice::from_raw_parts(base.add(tids_at) as *const AtomicU64, slots),
+                tree: std::slice::from_raw_parts(base.add(8) as *const AtomicU16, tree_len),
                 bits: std::slice::from_raw_parts(base.add(bits_at) as *const P, slots),
             }
         }
