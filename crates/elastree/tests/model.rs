@@ -5,7 +5,7 @@
 mod common;
 
 use common::{builder, run_model, tiny, Keys, Registry};
-use elastree::IndexKind;
+use elastree::{Index, IndexKind};
 
 const KEY_SETS: &[Keys] = &[
     Keys::Small64 { space: 600 },
@@ -17,6 +17,17 @@ const KEY_SETS: &[Keys] = &[
 /// The elastic budget of tests with default node sizes: below what their keys need in a
 /// plain B+-tree, so leaves are compacted and expanded.
 const DEFAULT_NODES_BUDGET: usize = 256 * 1024;
+
+/// For the elastic kind: the run compacted leaves and expanded them back, so the model
+/// checked both directions of conversion.
+fn converted_both_ways(index: &dyn Index) {
+    if let Some(stats) = index.elastic_stats() {
+        assert!(
+            stats.compactions > 0 && stats.expansions > 0,
+            "the elastic tree did not convert both ways: {stats:?}"
+        );
+    }
+}
 
 fn for_every_kind(f: impl Fn(IndexKind)) {
     for &kind in IndexKind::ALL {
@@ -31,6 +42,7 @@ fn unique_tiny_nodes() {
             let registry = Registry::new();
             let index = tiny(kind, &registry, true, keys, 40).build().unwrap();
             run_model(&*index, &registry, keys, 40_000, 100 + i as u64, 97);
+            converted_both_ways(&*index);
         }
     });
 }
@@ -42,6 +54,7 @@ fn non_unique_tiny_nodes() {
             let registry = Registry::new();
             let index = tiny(kind, &registry, false, keys, 40).build().unwrap();
             run_model(&*index, &registry, keys, 40_000, 200 + i as u64, 97);
+            converted_both_ways(&*index);
         }
     });
 }
