@@ -1350,6 +1350,19 @@ impl elastree::table::KeySource for KeySet {
         self.key_bytes(position, out);
         true
     }
+
+    #[inline]
+    fn prefetch(&self, tid: u64) {
+        let position = (tid & u64::from(u32::MAX)) as usize;
+        if position < self.len() {
+            // Address arithmetic only (no load of the key itself) where the layout allows.
+            match &*self.data {
+                KeyData::U64(v) => elastree::node::prefetch(&v[position..=position]),
+                KeyData::Fixed(v) => elastree::node::prefetch(v.get(position)),
+                KeyData::Var(v) => elastree::node::prefetch(v.get(position)),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! instruction counting: `valgrind --tool=callgrind target/release/examples/hot_paths`.
 //! Instruction counts, unlike timings, are repeatable on this shared machine.
 //!
-//! Arguments: `[keys] [kind]` (default 200000 btree); the `elastic` kind gets a budget of 12
+//! Arguments: `[keys] [kind] [BlindiTree levels]` (default 200000 btree); the `elastic` kind gets a budget of 12
 //! bytes per key, so it compacts part of the way.
 
 use std::ops::Bound;
@@ -29,6 +29,9 @@ fn main() {
     if kind.needs_key_source() {
         let table: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         builder = builder.key_source(Arc::new(table) as Arc<dyn KeySource>);
+    }
+    if let Some(levels) = std::env::args().nth(3) {
+        builder = builder.tree_levels(levels.parse().expect("BlindiTree levels"));
     }
     if kind == IndexKind::Elastic {
         builder = builder.budget(12 * n as usize);

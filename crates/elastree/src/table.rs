@@ -50,17 +50,33 @@ pub trait KeySource: Send + Sync {
     /// Replaces the contents of `out` with the key of `tid` and returns true, or clears
     /// `out` and returns false when `tid` is not a live tuple.
     fn key(&self, tid: u64, out: &mut Vec<u8>) -> bool;
+
+    /// Hints that the key of `tid` will be asked for soon, so the source can start loading
+    /// it into cache (a range scan over keys stored indirectly asks for many at once). The
+    /// default does nothing; it must never fault, whatever the tid.
+    #[inline]
+    fn prefetch(&self, tid: u64) {
+        let _ = tid;
+    }
 }
 
 impl<T: KeySource + ?Sized> KeySource for &T {
     fn key(&self, tid: u64, out: &mut Vec<u8>) -> bool {
         (**self).key(tid, out)
     }
+    #[inline]
+    fn prefetch(&self, tid: u64) {
+        (**self).prefetch(tid)
+    }
 }
 
 impl<T: KeySource + ?Sized> KeySource for Arc<T> {
     fn key(&self, tid: u64, out: &mut Vec<u8>) -> bool {
         (**self).key(tid, out)
+    }
+    #[inline]
+    fn prefetch(&self, tid: u64) {
+        (**self).prefetch(tid)
     }
 }
 
@@ -70,6 +86,12 @@ impl KeySource for Vec<Vec<u8>> {
         out.clear();
         let found = usize::try_from(tid).ok().and_then(|i| self.get(i));
         found.inspect(|k| out.extend_from_slice(k)).is_some()
+    }
+    #[inline]
+    fn prefetch(&self, tid: u64) {
+        if let Some(key) = usize::try_from(tid).ok().and_then(|i| self.get(i)) {
+            crate::node::prefetch(key.as_slice());
+        }
     }
 }
 

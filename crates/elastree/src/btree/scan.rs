@@ -78,6 +78,7 @@ impl<R: NodeRepr> Tree<R> {
                 };
                 let wanted = limit - visited;
                 let mut reached_end = false;
+                R::prefetch_keys(leaf.node, &self.config, start, count.min(start + wanted));
                 for i in start..count {
                     if buffer.len() == wanted {
                         break;
@@ -163,7 +164,9 @@ impl<R: NodeRepr> Tree<R> {
             };
             let wanted = limit - visited;
             let mut reached_end = false;
-            for i in (0..end.min(count)).rev() {
+            let stop = end.min(count);
+            R::prefetch_keys(leaf.node, &self.config, stop.saturating_sub(wanted), stop);
+            for i in (0..stop).rev() {
                 if buffer.len() == wanted {
                     break;
                 }

@@ -329,6 +329,13 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
         SeqTree::<R>::check_node(node, &config.seq)
     }
 
+    #[inline]
+    fn prefetch_keys(node: &NodeHeader, config: &MixedConfig<R>, from: usize, to: usize) {
+        if is_compact(node) {
+            SeqTree::<R>::prefetch_keys(node, &config.seq, from, to);
+        }
+    }
+
     fn extra_leaf_bytes(config: &MixedConfig<R>) -> usize {
         config.seq.body_bytes.get()
     }

@@ -283,6 +283,12 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
         Self::alloc(config, node.level())
     }
 
+    /// Hints that a scan is about to read the keys of entries `from..to` of a leaf (a
+    /// representation with indirect keys starts loading them). Read under an optimistic
+    /// version; must tolerate torn contents.
+    #[inline]
+    fn prefetch_keys(_node: &NodeHeader, _config: &Self::Config, _from: usize, _to: usize) {}
+
     /// Bytes the representation holds outside the nodes the tree counts (counted as
     /// leaves).
     #[inline]

@@ -331,6 +331,15 @@ impl<K: BlindKeys> SeqTree<K> {
         }
     }
 
+    /// Asks the key source to start loading the keys of entries `from..to`.
+    pub fn prefetch_keys(node: &NodeHeader, shared: &SeqShared, from: usize, to: usize) {
+        let body = Self::body(node);
+        let to = to.min(body.slots);
+        for i in from.min(to)..to {
+            shared.keys.prefetch(body.tid(i));
+        }
+    }
+
     /// The key of entry `i`, loaded through the key source.
     pub fn key_at(node: &NodeHeader, shared: &SeqShared, i: usize) -> K::Owned {
         let tid = Self::value_at(node, i);
