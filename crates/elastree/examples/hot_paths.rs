@@ -2,8 +2,8 @@
 //! instruction counting: `valgrind --tool=callgrind target/release/examples/hot_paths`.
 //! Instruction counts, unlike timings, are repeatable on this shared machine.
 //!
-//! Arguments: `[keys] [kind] [BlindiTree levels]` (default 200000 btree); the `elastic` kind gets a budget of 12
-//! bytes per key, so it compacts part of the way.
+//! Arguments: `[keys] [kind] [BlindiTree levels] [budget bytes per key]` (default 200000
+//! btree); the `elastic` kind's budget defaults to 12 bytes per key, so it compacts.
 
 use std::ops::Bound;
 use std::time::Instant;
@@ -34,7 +34,10 @@ fn main() {
         builder = builder.tree_levels(levels.parse().expect("BlindiTree levels"));
     }
     if kind == IndexKind::Elastic {
-        builder = builder.budget(12 * n as usize);
+        let per_key: usize = std::env::args()
+            .nth(4)
+            .map_or(12, |s| s.parse().expect("budget bytes per key"));
+        builder = builder.budget(per_key * n as usize);
     }
     let index = builder.build().expect("build");
     let mops = |start: Instant, ops: usize| ops as f64 / start.elapsed().as_secs_f64() / 1e6;

@@ -78,7 +78,12 @@ impl<R: NodeRepr> Tree<R> {
                 };
                 let wanted = limit - visited;
                 let mut reached_end = false;
-                R::prefetch_keys(leaf.node, &self.config, start, count.min(start + wanted));
+                R::prefetch_keys(
+                    leaf.node,
+                    &self.config,
+                    start,
+                    count.min(start.saturating_add(wanted)),
+                );
                 for i in start..count {
                     if buffer.len() == wanted {
                         break;
