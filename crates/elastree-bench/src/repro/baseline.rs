@@ -342,10 +342,16 @@ impl Suite<'_> {
         let w = &mut md;
         let _ = writeln!(
             w,
-            "`{first}` against `{baseline}` in the same run: \
+            "`{first}` against `{baseline}`{} in the same run: \
              ratio of median throughputs (median of {} interleaved repetitions; scans of {} \
              keys), and bytes per key by the counting allocator.\n",
-            cfg.repeat, cfg.scan_len
+            if baseline == BASELINE {
+                " (`std::collections::BTreeMap`)"
+            } else {
+                ""
+            },
+            cfg.repeat,
+            cfg.scan_len
         );
         let mut header = vec!["keys".to_string()];
         header.extend(cfg.workloads.iter().map(|wl| wl.name().to_string()));

@@ -484,8 +484,8 @@ impl VariantSuite {
                 if let Some(floor) = floor.filter(|&f| budget < f) {
                     target.pass = None;
                     target.ours.push_str(&format!(
-                        "; unreachable: the budget is below `seqtree`'s {:.3} MiB for these \
-                         keys, the most compact the index gets",
+                        "; unreachable: the budget is below the {:.3} MiB `seqtree` (every \
+                         leaf compact) needs for these keys",
                         floor / MIB
                     ));
                 }

@@ -104,7 +104,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 lookups, 15-key scans, insert or remove throughput and memory; btree, elastic \
                 (budget: btree's own memory at N/2 keys), seqtree (SeqTree128) and the peers \
                 on 8-, 16- and ~30-byte keys, one thread",
-        base_n: 1_000_000,
+        // Nine indexes on three key sets, three repetitions: about two minutes on 2 shared
+        // cores (1M keys took four).
+        base_n: 500_000,
         min_n: grow_shrink::MIN_N,
         run: elastic::grow_shrink,
     },
@@ -132,7 +134,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
         about: "the elastic-index paper's Figures 9-11: SeqTree128 (seqtree) on rand64 with \
                 BlindiTree levels 0-6 and breathing 1, 2, 4, 8 and 16: insert and lookup \
                 throughput and bytes per key, next to btree, one thread",
-        base_n: 2_000_000,
+        // 13 settings x 3 repetitions of a load and a lookup pass: about two minutes on 2
+        // shared cores (2M keys took four).
+        base_n: 1_000_000,
         min_n: 1_000,
         run: seqtree_sweep::run,
     },
