@@ -188,6 +188,7 @@ impl BenchArgs {
             seed: self.seed,
             scan_len: self.scan_len,
             budget: self.budget,
+            tuning: crate::peers::SeqTreeTuning::default(),
         };
         validate(&cfg)?;
         Ok(cfg)

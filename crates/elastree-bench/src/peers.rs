@@ -18,6 +18,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 
 use crate::keys::{Key, KeyData, KeySet, KeySetKind, KeyWidth};
@@ -77,6 +78,12 @@ pub trait BenchIndex: Send + Sync {
 
     /// The bytes the index says it holds, for indexes that account for their own memory.
     fn self_reported_bytes(&self) -> Option<usize> {
+        None
+    }
+
+    /// What the elasticity algorithm did so far (compactions, grows, expansions), for
+    /// indexes with SeqTree leaves.
+    fn elastic_stats(&self) -> Option<ElasticStats> {
         None
     }
 }
@@ -156,9 +163,22 @@ impl IndexSpec {
     /// Builds an empty index for the keys of `keys` (tid `i` being key `i`, which indexes
     /// with indirect keys load from `keys`); `budget` is the elastic kind's.
     pub fn build(self, keys: &KeySet, budget: Budget) -> Result<Box<dyn BenchIndex>, String> {
+        self.build_tuned(keys, budget, SeqTreeTuning::default())
+    }
+
+    /// [`IndexSpec::build`], with `tuning` for the SeqTree leaves of elastree's elastic and
+    /// seqtree kinds (every other index ignores it).
+    pub fn build_tuned(
+        self,
+        keys: &KeySet,
+        budget: Budget,
+        tuning: SeqTreeTuning,
+    ) -> Result<Box<dyn BenchIndex>, String> {
         let width = keys.width();
         Ok(match (self, width) {
-            (IndexSpec::Elastree(kind), _) => Box::new(Elastree::new(kind, keys, budget)?),
+            (IndexSpec::Elastree(kind), _) => {
+                Box::new(Elastree::with_tuning(kind, keys, budget, tuning)?)
+            }
             (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Fixed8) => {
                 Box::new(StdBTreeMap::<u64>::new())
             }
@@ -229,6 +249,29 @@ impl FromStr for Budget {
     }
 }
 
+/// Options of the SeqTree leaves of elastree's elastic and seqtree kinds; `None` leaves the
+/// library's default (see [`IndexBuilder::tree_levels`] and [`IndexBuilder::breathing`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SeqTreeTuning {
+    /// BlindiTree levels of every SeqTree leaf.
+    pub tree_levels: Option<u8>,
+    /// Breathing slack: spare tuple-id slots per SeqTree leaf.
+    pub breathing: Option<usize>,
+}
+
+impl SeqTreeTuning {
+    /// `L<levels> s<breathing>`, with `default` for an option left to the library (for
+    /// labels and reports).
+    pub fn label(self) -> String {
+        let show = |v: Option<String>| v.unwrap_or_else(|| "default".to_string());
+        format!(
+            "L{} s{}",
+            show(self.tree_levels.map(|l| l.to_string())),
+            show(self.breathing.map(|s| s.to_string()))
+        )
+    }
+}
+
 impl fmt::Display for IndexSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -279,6 +322,17 @@ impl Elastree {
     /// sizes; kinds with indirect keys load keys from `keys`, and the elastic kind gets
     /// `budget`.
     pub fn new(kind: IndexKind, keys: &KeySet, budget: Budget) -> Result<Self, String> {
+        Self::with_tuning(kind, keys, budget, SeqTreeTuning::default())
+    }
+
+    /// [`Elastree::new`] with the SeqTree-leaf options of `tuning` (for the elastic and
+    /// seqtree kinds; the B+-tree has no SeqTree leaves and refuses a tuning).
+    pub fn with_tuning(
+        kind: IndexKind,
+        keys: &KeySet,
+        budget: Budget,
+        tuning: SeqTreeTuning,
+    ) -> Result<Self, String> {
         let width = keys.width();
         let key_len = match width {
             KeyWidth::Fixed8 => KeyLen::Fixed(8),
@@ -291,6 +345,18 @@ impl Elastree {
         }
         if kind == IndexKind::Elastic {
             builder = builder.budget(budget.bytes(keys.len()));
+        }
+        if tuning != SeqTreeTuning::default() && kind == IndexKind::BTree {
+            return Err(format!(
+                "elastree {kind} has no SeqTree leaves to tune ({})",
+                tuning.label()
+            ));
+        }
+        if let Some(levels) = tuning.tree_levels {
+            builder = builder.tree_levels(levels);
+        }
+        if let Some(slots) = tuning.breathing {
+            builder = builder.breathing(slots);
         }
         let index = builder
             .build()
@@ -401,6 +467,10 @@ impl BenchIndex for Elastree {
 
     fn self_reported_bytes(&self) -> Option<usize> {
         Some(self.index.memory().total())
+    }
+
+    fn elastic_stats(&self) -> Option<ElasticStats> {
+        self.index.elastic_stats()
     }
 }
 

@@ -49,7 +49,7 @@ use elastree::Direction;
 use crate::alloc;
 use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
-use crate::peers::{BenchIndex, Budget, IndexSpec};
+use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
 use crate::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
 
 /// The skew of the `lookup-zipf` workload: YCSB's default request distribution.
@@ -257,6 +257,8 @@ pub struct RunConfig {
     pub scan_len: usize,
     /// The elastic kind's budget.
     pub budget: Budget,
+    /// The SeqTree-leaf options of elastree's elastic and seqtree kinds.
+    pub tuning: SeqTreeTuning,
 }
 
 /// How a row ended.
@@ -414,7 +416,7 @@ impl<'a> GroupRun<'a> {
         };
         // Each workload's status, or the reason the index cannot run here at all.
         let support = || -> Result<Vec<Status>, String> {
-            let probe = spec.build(keys, cfg.budget)?;
+            let probe = spec.build_tuned(keys, cfg.budget, cfg.tuning)?;
             probe.supports(keys.kind)?;
             if threads == 0 {
                 return Err("0 threads".to_string());
@@ -453,6 +455,7 @@ impl<'a> GroupRun<'a> {
                 spec,
                 keys,
                 budget: cfg.budget,
+                tuning: cfg.tuning,
                 ops: streams.ops,
                 ycsb: streams.ycsb,
                 threads,
@@ -627,6 +630,8 @@ struct Group<'a> {
     keys: &'a KeySet,
     /// The elastic kind's budget.
     budget: Budget,
+    /// The SeqTree-leaf options.
+    tuning: SeqTreeTuning,
     ops: &'a OpStreams,
     /// The YCSB streams of this thread count.
     ycsb: &'a [YcsbStream],
@@ -689,7 +694,7 @@ impl Group<'_> {
                 // fresh load of its own; the pass's fully loaded copy is not needed any more.
                 self.loaded = None;
                 settle_deferred_frees();
-                let index = self.spec.build(self.keys, self.budget)?;
+                let index = self.spec.build_tuned(self.keys, self.budget, self.tuning)?;
                 let (index, _) = fill(
                     index,
                     self.keys,
@@ -725,7 +730,7 @@ impl Group<'_> {
         // count as the index's.
         let latencies = Latencies::new(self.ops.load.len(), self.threads);
         let before = alloc::current();
-        let index = self.spec.build(self.keys, self.budget)?;
+        let index = self.spec.build_tuned(self.keys, self.budget, self.tuning)?;
         let (index, secs) = fill(
             index,
             self.keys,

@@ -8,7 +8,7 @@ use std::ops::Bound;
 
 use elastree_bench::alloc::CountingAlloc;
 use elastree_bench::keys::{Key, KeySet, KeySetKind, KeyWidth};
-use elastree_bench::peers::{BenchIndex, Budget, IndexSpec, Peer};
+use elastree_bench::peers::{BenchIndex, Budget, IndexSpec, Peer, SeqTreeTuning};
 use elastree_bench::report;
 use elastree_bench::workload::{self, OpStreams, RunConfig, Status, Workload};
 use elastree_bench::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
@@ -390,6 +390,7 @@ fn the_runner_measures_every_workload_and_reports() {
         scan_len: SCAN,
         // Tight enough that the elastic kind compacts on this small key set.
         budget: Budget::PerKey(12.0),
+        tuning: SeqTreeTuning::default(),
     };
     let progress = indicatif::ProgressBar::hidden();
     let mut rows = workload::run_suite(&cfg, &progress);

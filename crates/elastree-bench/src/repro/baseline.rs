@@ -31,6 +31,7 @@ pub fn btree_baseline_config(n: usize, repeat: usize, seed: u64) -> RunConfig {
         seed,
         scan_len: DEFAULT_SCAN_LEN,
         budget: crate::peers::Budget::default(),
+        tuning: crate::peers::SeqTreeTuning::default(),
     }
 }
 
@@ -51,10 +52,28 @@ pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, Str
         cfg.workloads.len()
     );
     let rows = cli::measure(cfg);
+    let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
+    write_suite(ctx, cfg, &labels, BASELINE, &rows)
+}
+
+/// Writes the raw rows and bar charts of measured `rows` into `ctx.out` and returns the
+/// report: a results table with a row per label (the rows' `index`, in `labels` order) and
+/// key set, ratios to the rows of `baseline`, and a summary comparing the first label with
+/// `baseline`. `cfg` says what was run (its key sets, workloads, repetitions and scan
+/// length; the indexes are `labels`).
+pub fn write_suite(
+    ctx: &ExperimentContext<'_>,
+    cfg: &RunConfig,
+    labels: &[String],
+    baseline: &str,
+    rows: &[Measurement],
+) -> Result<Report, String> {
     let suite = Suite {
         name: ctx.experiment.name,
         cfg,
-        rows: &rows,
+        labels,
+        baseline,
+        rows,
     };
     let mut report = Report {
         size: format!("{} keys per key set", cfg.n),
@@ -63,11 +82,11 @@ pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, Str
     let io = |file: &str, e: std::io::Error| format!("{file}: {e}");
     cli::write_rows(
         &ctx.out.join("results.jsonl"),
-        &rows,
+        rows,
         report::write_json_lines,
     )
     .map_err(|e| io("results.jsonl", e))?;
-    cli::write_rows(&ctx.out.join("results.csv"), &rows, report::write_csv)
+    cli::write_rows(&ctx.out.join("results.csv"), rows, report::write_csv)
         .map_err(|e| io("results.csv", e))?;
     report.files = vec!["results.jsonl".to_string(), "results.csv".to_string()];
 
@@ -129,6 +148,10 @@ pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, Str
 struct Suite<'a> {
     name: &'a str,
     cfg: &'a RunConfig,
+    /// The indexes as the rows name them, in report order.
+    labels: &'a [String],
+    /// The index every other is compared with.
+    baseline: &'a str,
     rows: &'a [Measurement],
 }
 
@@ -139,17 +162,16 @@ impl Suite<'_> {
 
     /// One value per index per key set, in the configuration's orders.
     fn series(&self, value: impl Fn(&str, KeySetKind) -> Option<f64>) -> Vec<Series> {
-        self.cfg
-            .indexes
+        self.labels
             .iter()
-            .map(|spec| {
+            .map(|label| {
                 let values = self
                     .cfg
                     .keysets
                     .iter()
-                    .map(|&keys| value(spec.name(), keys))
+                    .map(|&keys| value(label, keys))
                     .collect();
-                (spec.name().to_string(), values)
+                (label.clone(), values)
             })
             .collect()
     }
@@ -200,7 +222,9 @@ impl Suite<'_> {
                 let Some(s) = Summary::of(&m.mops) else {
                     return "-".to_string();
                 };
-                let base = self.median(BASELINE, keys, workload).filter(|&b| b > 0.0);
+                let base = self
+                    .median(self.baseline, keys, workload)
+                    .filter(|&b| b > 0.0);
                 let ratio = base.map_or_else(String::new, |b| format!(" ({:.2}x)", s.median / b));
                 format!("{:.3} [{:.3}-{:.3}]{ratio}", s.median, s.min, s.max)
             }
@@ -212,7 +236,7 @@ impl Suite<'_> {
     /// The experiment's lines of "What was run".
     fn facts(&self) -> Vec<String> {
         let cfg = self.cfg;
-        let indexes: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
+        let indexes: Vec<&str> = self.labels.iter().map(String::as_str).collect();
         let workloads: Vec<&str> = cfg.workloads.iter().map(|w| w.name()).collect();
         let threads: Vec<String> = cfg.threads.iter().map(|t| t.to_string()).collect();
         vec![
@@ -238,16 +262,16 @@ impl Suite<'_> {
 
     /// The "Results" section: the table of every index, key set and workload.
     fn results_table(&self) -> String {
-        let cfg = self.cfg;
+        let (cfg, baseline) = (self.cfg, self.baseline);
         let mut md = String::new();
         let w = &mut md;
         let _ = writeln!(
             w,
             "Throughput in millions of operations per second (scan: millions of keys visited \
              per second): median [min-max] over {} repetitions, and in parentheses the ratio \
-             of the median to {BASELINE}'s on the same key set. B/key alloc: bytes the loaded \
+             of the median to {baseline}'s on the same key set. B/key alloc: bytes the loaded \
              index holds by the counting allocator, per key; B/key self: the index's own \
-             accounting; the last column compares B/key alloc with {BASELINE}'s.\n",
+             accounting; the last column compares B/key alloc with {baseline}'s.\n",
             cfg.repeat
         );
         let mut header = vec!["keys".to_string(), "index".to_string()];
@@ -261,15 +285,15 @@ impl Suite<'_> {
         header.extend([
             "B/key alloc".to_string(),
             "B/key self".to_string(),
-            format!("B/key vs {BASELINE}"),
+            format!("B/key vs {baseline}"),
         ]);
         let _ = writeln!(w, "| {} |", header.join(" | "));
         let _ = writeln!(w, "|{}", "---|".repeat(header.len()));
         let mut notes: Vec<String> = Vec::new();
         for &keys in &cfg.keysets {
-            let (base_alloc, _) = self.bytes_per_key(BASELINE, keys);
-            for spec in &cfg.indexes {
-                let index = spec.name();
+            let (base_alloc, _) = self.bytes_per_key(baseline, keys);
+            for index in self.labels {
+                let index = index.as_str();
                 let mut cells = vec![keys.name().to_string(), format!("`{index}`")];
                 cells.extend(cfg.workloads.iter().map(|&wl| self.cell(index, keys, wl)));
                 let (alloc, own) = self.bytes_per_key(index, keys);
@@ -310,22 +334,28 @@ impl Suite<'_> {
     /// The README summary: the first index's median throughput as a ratio to `btreemap`'s
     /// on each key set and workload, and both indexes' bytes per key.
     fn summary(&self) -> String {
-        let cfg = self.cfg;
-        let Some(first) = cfg.indexes.first().map(|s| s.name()) else {
+        let (cfg, baseline) = (self.cfg, self.baseline);
+        let Some(first) = self.labels.first() else {
             return String::new();
         };
         let mut md = String::new();
         let w = &mut md;
         let _ = writeln!(
             w,
-            "`{first}` against `{BASELINE}` (`std::collections::BTreeMap`) in the same run: \
+            "`{first}` against `{baseline}`{} in the same run: \
              ratio of median throughputs (median of {} interleaved repetitions; scans of {} \
              keys), and bytes per key by the counting allocator.\n",
-            cfg.repeat, cfg.scan_len
+            if baseline == BASELINE {
+                " (`std::collections::BTreeMap`)"
+            } else {
+                ""
+            },
+            cfg.repeat,
+            cfg.scan_len
         );
         let mut header = vec!["keys".to_string()];
         header.extend(cfg.workloads.iter().map(|wl| wl.name().to_string()));
-        header.push(format!("bytes/key `{first}` (`{BASELINE}`)"));
+        header.push(format!("bytes/key `{first}` (`{baseline}`)"));
         let _ = writeln!(w, "| {} |", header.join(" | "));
         let _ = writeln!(w, "|{}", "---|".repeat(header.len()));
         for &keys in &cfg.keysets {
@@ -333,7 +363,7 @@ impl Suite<'_> {
             cells.extend(cfg.workloads.iter().map(|&wl| {
                 match (
                     self.median(first, keys, wl),
-                    self.median(BASELINE, keys, wl).filter(|&b| b > 0.0),
+                    self.median(baseline, keys, wl).filter(|&b| b > 0.0),
                 ) {
                     (Some(a), Some(b)) => format!("{:.2}x", a / b),
                     _ => "-".to_string(),
@@ -343,7 +373,7 @@ impl Suite<'_> {
             cells.push(format!(
                 "{} ({})",
                 fmt(self.bytes_per_key(first, keys).0),
-                fmt(self.bytes_per_key(BASELINE, keys).0)
+                fmt(self.bytes_per_key(baseline, keys).0)
             ));
             let _ = writeln!(w, "| {} |", cells.join(" | "));
         }

@@ -167,6 +167,59 @@ pub fn write_csv<T: Serialize>(path: &Path, fields: &[&str], rows: &[T]) -> io::
     out.flush()
 }
 
+/// A target of the issue an experiment speaks to, checked against the measured numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The target, as the issue states it.
+    pub target: String,
+    /// What this run measured for it.
+    pub ours: String,
+    /// Whether the measured numbers meet it (`None`: not measurable in this run, say why in
+    /// `ours`).
+    pub pass: Option<bool>,
+}
+
+impl Target {
+    /// A target met when `measured` is known and `holds` of it.
+    pub fn check(
+        target: impl Into<String>,
+        measured: Option<f64>,
+        holds: impl Fn(f64) -> bool,
+        ours: impl Fn(f64) -> String,
+    ) -> Self {
+        Target {
+            target: target.into(),
+            ours: measured.map_or_else(|| "not measured".to_string(), &ours),
+            pass: measured.map(holds),
+        }
+    }
+}
+
+/// The Markdown table of `targets`: target, ours, PASS / FAIL / n/a, with a line on how many
+/// passed.
+pub fn targets_table(targets: &[Target]) -> String {
+    let mut md = String::new();
+    let w = &mut md;
+    let passed = targets.iter().filter(|t| t.pass == Some(true)).count();
+    let checked = targets.iter().filter(|t| t.pass.is_some()).count();
+    let _ = writeln!(
+        w,
+        "Computed from this run's numbers ({passed} of {checked} checked targets met; the \
+         issue states them for N = 20M keys, and runs with fewer keys are noisier):\n"
+    );
+    let _ = writeln!(w, "| target (issue 4) | ours | result |");
+    let _ = writeln!(w, "|---|---|---|");
+    for t in targets {
+        let result = match t.pass {
+            Some(true) => "PASS",
+            Some(false) => "FAIL",
+            None => "n/a",
+        };
+        let _ = writeln!(w, "| {} | {} | {result} |", t.target, t.ours);
+    }
+    md
+}
+
 /// The marker that opens the README results block of `experiment`.
 pub fn begin_marker(experiment: &str) -> String {
     format!("<!-- results:{experiment} begin -->")

@@ -17,13 +17,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::document::{write_csv, write_json_lines};
+use super::document::{targets_table, write_csv, write_json_lines, Target};
 use super::plots::{draw_lines, LineChart, Series};
 use super::{ExperimentContext, Report};
 use crate::alloc;
 use crate::growshrink::{self, GrowShrinkConfig, Phase, Point};
-use crate::keys::KeySetKind;
-use crate::peers::{IndexSpec, Peer};
+use crate::keys::{KeySet, KeySetKind};
+use crate::peers::{Budget, IndexSpec, Peer};
 use crate::report::Summary;
 use crate::workload::{median, panic_message, Status};
 
@@ -80,9 +80,10 @@ states, in our words.
 - Removes: STX removes faster than HOT at the peak but falls to HOT's rate below 60M items; \
   the elastic tree removes about 10% slower than STX, SeqTree128 40-45% slower.
 
-Here, STX's part is played by elastree's `btree` and by `btreemap`; the elastic tree and \
-SeqTree128 join this experiment with the elastic-tree issue; HOT has no Rust peer (congee, an \
-ART, is the trie here, and the paper found ART dominated by HOT).
+Here, STX's part is played by elastree's `btree` and by `btreemap`; HOT has no Rust peer \
+(congee, an ART, is the trie here, and the paper found ART dominated by HOT). `grow-shrink` \
+runs the B+-trees and the peers; `elastic-grow-shrink` adds the elastic tree (`elastic`) and \
+SeqTree128 (`seqtree`).
 ";
 
 /// A grow-shrink experiment: which indexes on which key sets, with what driver settings.
@@ -98,6 +99,19 @@ pub struct GrowShrinkExperiment<'a> {
     pub left_out: &'a [(&'a str, &'a str)],
     /// What the paper reports for this experiment (Markdown), if there is a paper figure.
     pub paper: Option<&'a str>,
+    /// How the elastic kind's budget follows from each key set, if not the driver's.
+    pub budget_rule: Option<BudgetRule>,
+    /// The issue's targets this experiment speaks to, checked against a finished run.
+    pub targets: Option<fn(&GrowShrinkRun<'_>) -> Vec<Target>>,
+}
+
+/// How an experiment derives the elastic kind's budget from the key set it runs on.
+#[derive(Debug, Clone, Copy)]
+pub struct BudgetRule {
+    /// What the budget is, for the report (e.g. "btree's own memory at N/2 keys").
+    pub about: &'static str,
+    /// The budget for a key set.
+    pub of: fn(&KeySet) -> Result<Budget, String>,
 }
 
 /// `grow-shrink`.
@@ -111,6 +125,8 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
         },
         left_out: &[("sorted", SORTED_LEFT_OUT)],
         paper: Some(PAPER_FIGURE_5),
+        budget_rule: None,
+        targets: None,
     }
     .run(ctx)
 }
@@ -187,7 +203,7 @@ impl Curve {
     }
 
     /// The step at the peak (every key present), if the curve has one.
-    fn peak(&self) -> Option<&Step> {
+    pub fn peak(&self) -> Option<&Step> {
         self.steps
             .iter()
             .filter(|s| s.phase == Phase::Grow)
@@ -196,7 +212,7 @@ impl Curve {
 
     /// The throughput of a whole phase's inserts or removes at the chunks' median rates:
     /// equal chunks, so the harmonic mean of the rates.
-    fn phase_rate(&self, phase: Phase) -> Option<f64> {
+    pub fn phase_rate(&self, phase: Phase) -> Option<f64> {
         let rates: Vec<f64> = self
             .steps
             .iter()
@@ -344,10 +360,11 @@ fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
 
 impl GrowShrinkExperiment<'_> {
     /// The driver settings of repetition `rep` (the operation orders differ between
-    /// repetitions and are the same for every index within one).
-    fn driver(&self, seed: u64, rep: usize) -> GrowShrinkConfig {
+    /// repetitions and are the same for every index within one) with the elastic `budget`.
+    fn driver(&self, seed: u64, rep: usize, budget: Budget) -> GrowShrinkConfig {
         GrowShrinkConfig {
             seed: seed.wrapping_add(rep as u64),
+            budget,
             ..self.driver.clone()
         }
     }
@@ -358,6 +375,7 @@ impl GrowShrinkExperiment<'_> {
         let chunks = self.driver.chunks.clamp(1, ctx.n.max(1));
         let mut curves: Vec<Curve> = Vec::new();
         let mut key_lengths = Vec::new();
+        let mut budgets = Vec::new();
         for &kind in self.keysets {
             eprintln!(
                 "{}: generating {} keys of {kind}",
@@ -365,6 +383,11 @@ impl GrowShrinkExperiment<'_> {
             );
             let keys = kind.generate(ctx.n, ctx.seed);
             key_lengths.push(keys.avg_key_len());
+            let budget = match &self.budget_rule {
+                Some(rule) => (rule.of)(&keys)?,
+                None => self.driver.budget,
+            };
+            budgets.push(budget.bytes(keys.len()));
             let mut runs: Vec<(IndexSpec, Status, Vec<Vec<Point>>)> = self
                 .indexes
                 .iter()
@@ -379,7 +402,7 @@ impl GrowShrinkExperiment<'_> {
             // Repetitions interleave the indexes, so a slow spell of a shared machine lands
             // on all of them alike.
             for rep in 0..ctx.repeat {
-                let cfg = self.driver(ctx.seed, rep);
+                let cfg = self.driver(ctx.seed, rep, budget);
                 for (spec, status, points) in &mut runs {
                     if *status != Status::Ok {
                         continue;
@@ -423,7 +446,7 @@ impl GrowShrinkExperiment<'_> {
             }));
         }
 
-        let written = Written {
+        let written = GrowShrinkRun {
             experiment: self,
             name: ctx.experiment.name,
             n: ctx.n,
@@ -432,25 +455,49 @@ impl GrowShrinkExperiment<'_> {
             seed: ctx.seed,
             curves: &curves,
             key_lengths: &key_lengths,
+            budgets: &budgets,
         };
         written.report(ctx)
     }
 }
 
 /// A finished grow-shrink run, ready to be written out.
-struct Written<'a> {
-    experiment: &'a GrowShrinkExperiment<'a>,
-    name: &'a str,
-    n: usize,
-    chunks: usize,
-    repeat: usize,
-    seed: u64,
-    curves: &'a [Curve],
+#[derive(Debug, Clone)]
+pub struct GrowShrinkRun<'a> {
+    /// The experiment that ran.
+    pub experiment: &'a GrowShrinkExperiment<'a>,
+    /// The experiment's name.
+    pub name: &'a str,
+    /// Keys per key set (the peak).
+    pub n: usize,
+    /// Chunks per phase.
+    pub chunks: usize,
+    /// Repetitions.
+    pub repeat: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// Every index on every key set.
+    pub curves: &'a [Curve],
     /// Average key length of each key set, in `experiment.keysets` order.
-    key_lengths: &'a [f64],
+    pub key_lengths: &'a [f64],
+    /// The elastic kind's budget in bytes on each key set, in `experiment.keysets` order.
+    pub budgets: &'a [usize],
 }
 
-impl Written<'_> {
+impl GrowShrinkRun<'_> {
+    /// The curve of `index` on `keys`, if it ran.
+    pub fn curve(&self, index: &str, keys: KeySetKind) -> Option<&Curve> {
+        self.curves
+            .iter()
+            .find(|c| c.index == index && c.keys == keys && c.status == Status::Ok)
+    }
+
+    /// The elastic kind's budget on `keys`, in bytes.
+    pub fn budget(&self, keys: KeySetKind) -> Option<usize> {
+        let at = self.experiment.keysets.iter().position(|&k| k == keys)?;
+        self.budgets.get(at).copied()
+    }
+
     fn lookups(&self) -> usize {
         ((self.n as f64 * self.experiment.driver.lookup_fraction) as usize).max(1)
     }
@@ -493,6 +540,13 @@ impl Written<'_> {
         report
             .sections
             .push(("Summary".to_string(), report.summary.clone()));
+        if let Some(targets) = self.experiment.targets {
+            let table = targets_table(&targets(self));
+            report.summary = format!("{}\n{table}", report.summary);
+            report
+                .sections
+                .push(("Targets of issue 4".to_string(), table));
+        }
         if let Some(paper) = self.experiment.paper {
             report.sections.push((
                 "What the paper reports".to_string(),
@@ -591,6 +645,20 @@ impl Written<'_> {
             keysets.join(", "),
             self.n
         ));
+        if let Some(rule) = &self.experiment.budget_rule {
+            let budgets: Vec<String> = self
+                .experiment
+                .keysets
+                .iter()
+                .zip(self.budgets)
+                .map(|(keys, &b)| format!("{keys} {:.2} MiB ({b} bytes)", b as f64 / MIB))
+                .collect();
+            facts.push(format!(
+                "the elastic budget: {}: {}",
+                rule.about,
+                budgets.join(", ")
+            ));
+        }
         facts.push(format!(
             "grow: {} chunks of {} inserts (in the key set's order); shrink: {} chunks of as \
              many removes (in random order)",
@@ -954,6 +1022,8 @@ mod tests {
             },
             left_out: &[],
             paper: Some("The paper says."),
+            budget_rule: None,
+            targets: None,
         };
         let report = experiment.run(&ctx).unwrap();
         assert_eq!(report.failures, 0);

@@ -22,12 +22,23 @@
 //! * `btree-baseline` ([`baseline`]): a *suite* experiment: the benchmark's workloads on
 //!   every index and key set, reported as a table of medians and grouped bar charts;
 //! * `grow-shrink` ([`grow_shrink`]): a *curve* experiment: the data-spike run of
-//!   [`crate::growshrink`], reported per step as tables and line plots.
+//!   [`crate::growshrink`], reported per step as tables and line plots;
+//! * `elastic-grow-shrink`, `elastic-ycsb` and `elastic-objlog` ([`elastic`]): the elastic
+//!   B+-tree's experiments (the paper's Figures 5, 6 and 8): the data spike with a budget,
+//!   and suites over *variants* ([`variants`]) of the elastic tree at several budgets;
+//! * `seqtree-sweep` ([`seqtree_sweep`]): SeqTree128's BlindiTree levels and breathing
+//!   (Figures 9-11), a suite over variants of `seqtree`.
+//!
+//! The elastic experiments end with the targets of issue 4 they speak to, each PASS or FAIL
+//! as computed from the run's numbers.
 
 pub mod baseline;
 pub mod document;
+pub mod elastic;
 pub mod grow_shrink;
 pub mod plots;
+pub mod seqtree_sweep;
+pub mod variants;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -85,6 +96,49 @@ pub const EXPERIMENTS: &[Experiment] = &[
         base_n: 500_000,
         min_n: grow_shrink::MIN_N,
         run: grow_shrink::run,
+    },
+    Experiment {
+        name: "elastic-grow-shrink",
+        about: "the data spike of the elastic-index paper's Figure 5 with the elastic B+-tree: \
+                insert N keys in 10 chunks, then delete them in 10 chunks; after each chunk, \
+                lookups, 15-key scans, insert or remove throughput and memory; btree, elastic \
+                (budget: btree's own memory at N/2 keys), seqtree (SeqTree128) and the peers \
+                on 8-, 16- and ~30-byte keys, one thread",
+        // Nine indexes on three key sets, three repetitions: about two minutes on 2 shared
+        // cores (1M keys took four).
+        base_n: 500_000,
+        min_n: grow_shrink::MIN_N,
+        run: elastic::grow_shrink,
+    },
+    Experiment {
+        name: "elastic-ycsb",
+        about: "the elastic-index paper's Figure 6: YCSB A-F after loading N rand64 keys, for \
+                btree, seqtree and the elastic tree with budgets of 25, 50 and 75% of btree's \
+                size, one thread",
+        base_n: 1_000_000,
+        min_n: 1_000,
+        run: elastic::ycsb,
+    },
+    Experiment {
+        name: "elastic-objlog",
+        about: "the elastic-index paper's Figure 8: the objlog access log (16-byte keys) \
+                loaded as an indexed table; memory, load, lookups and 1,000-key scans of \
+                btree, seqtree and the elastic tree with budgets of 83, 66, 50 and 33% of the \
+                data size (N x 24 bytes), one thread",
+        base_n: 1_500_000,
+        min_n: 2 * elastic::OBJLOG_SCAN_LEN,
+        run: elastic::objlog,
+    },
+    Experiment {
+        name: "seqtree-sweep",
+        about: "the elastic-index paper's Figures 9-11: SeqTree128 (seqtree) on rand64 with \
+                BlindiTree levels 0-6 and breathing 1, 2, 4, 8 and 16: insert and lookup \
+                throughput and bytes per key, next to btree, one thread",
+        // 13 settings x 3 repetitions of a load and a lookup pass: about two minutes on 2
+        // shared cores (2M keys took four).
+        base_n: 1_000_000,
+        min_n: 1_000,
+        run: seqtree_sweep::run,
     },
 ];
 
