@@ -45,7 +45,8 @@
 //! **Breathing** (section 5.4): a body has room for `slots = count + s` entries, not for the
 //! capacity; an insert into a full body replaces it by one `s` slots larger, a remove that
 //! leaves more than `2s` free slots replaces it by a tighter one, and a split gives each half
-//! `count / 2 + s` slots. Searches never look at the slack. Replaced bodies are retired to
+//! `count / 2 + s` slots. In leaves larger than the paper's (the elastic tree's reach 1,024
+//! keys) the slack is at least a 64th of the count, so copies stay amortised. Searches never look at the slack. Replaced bodies are retired to
 //! the epoch collector, since optimistic readers may still be reading them.
 
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
@@ -529,11 +530,12 @@ impl<K: BlindKeys> SeqTree<K> {
         }
     }
 
-    /// Spare slots a body gets beyond `n` entries: the breathing parameter `s`, or a
-    /// sixteenth of the entries in leaves far larger than the paper's 128 keys, so that a
-    /// 1,024-key leaf is not copied every 4 inserts.
+    /// Spare slots a body gets beyond `n` entries: the breathing parameter `s` (exactly the
+    /// paper's rule in leaves of up to 128 keys once `s >= 2`), or a 64th of the entries in
+    /// the elastic tree's larger leaves, so that a 1,024-key leaf is not copied every 4
+    /// inserts.
     fn slack(shared: &SeqShared, n: usize) -> usize {
-        shared.breathing.max(1).max(n / 16)
+        shared.breathing.max(1).max(n / 64)
     }
 
     /// A fresh body for `n` entries of a leaf of `capacity`.
