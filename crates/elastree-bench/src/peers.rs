@@ -234,19 +234,24 @@ impl FromStr for Budget {
             let v: f64 = per_key.parse().map_err(|_| bad())?;
             return (v > 0.0).then_some(Budget::PerKey(v)).ok_or_else(bad);
         }
-        let (digits, unit) = match s.char_indices().last() {
-            Some((i, c @ ('K' | 'M' | 'G' | 'k' | 'm' | 'g'))) => (&s[..i], c.to_ascii_uppercase()),
-            _ => (s, ' '),
-        };
-        let v: usize = digits.parse().map_err(|_| bad())?;
-        let scale = match unit {
-            'K' => 1 << 10,
-            'M' => 1 << 20,
-            'G' => 1 << 30,
-            _ => 1,
-        };
-        v.checked_mul(scale).map(Budget::Bytes).ok_or_else(bad)
+        parse_bytes(s).map(Budget::Bytes).map_err(|_| bad())
     }
+}
+
+/// Parses a byte count with an optional K, M or G suffix (powers of 1024), as `--budget`
+/// takes it in `elastree bench` and `elastree shell`.
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let (digits, scale) = match text.as_bytes().last() {
+        Some(b'K' | b'k') => (&text[..text.len() - 1], 1usize << 10),
+        Some(b'M' | b'm') => (&text[..text.len() - 1], 1 << 20),
+        Some(b'G' | b'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?} is not a byte count (e.g. 65536, 64K, 64M, 1G)"))
 }
 
 /// Options of the SeqTree leaves of elastree's elastic and seqtree kinds; `None` leaves the

@@ -90,23 +90,8 @@ pub struct IndexArgs {
     pub inner_capacity: Option<usize>,
 
     /// The byte budget of the elastic kind (e.g. 64M, 1G, or plain bytes).
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = elastree_bench::peers::parse_bytes)]
     pub budget: Option<usize>,
-}
-
-/// Parses a byte count with an optional K, M or G suffix (powers of 1024).
-fn parse_bytes(text: &str) -> Result<usize, String> {
-    let (digits, scale) = match text.as_bytes().last() {
-        Some(b'K' | b'k') => (&text[..text.len() - 1], 1usize << 10),
-        Some(b'M' | b'm') => (&text[..text.len() - 1], 1 << 20),
-        Some(b'G' | b'g') => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    digits
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("{text:?} is not a byte count (e.g. 65536, 64K, 64M, 1G)"))
 }
 
 /// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] as the possible

@@ -54,7 +54,8 @@ pub struct ElasticOptions {
     /// The largest SeqTree capacity reached by doubling; default four times the start (the
     /// paper: 32 -> 128).
     pub compact_max: Option<usize>,
-    /// BlindiTree levels; default grows with the capacity so that a search falls off the
+    /// BlindiTree levels (at most 8; checked with the builder's other options); default grows
+    /// with the capacity so that a search falls off the
     /// tree into about 32 entries (2 levels for the paper's 128-key leaves).
     pub tree_levels: Option<u8>,
     /// Breathing slack: spare tid slots per SeqTree leaf (default 4).
@@ -103,15 +104,6 @@ impl ElasticOptions {
                 "SeqTree capacities must satisfy leaf capacity ({leaf_capacity}) < start \
                  ({start}) <= max ({max}) <= {}",
                 crate::node::seqtree::MAX_SEQ_CAPACITY
-            ));
-        }
-        if self
-            .tree_levels
-            .is_some_and(|l| l > crate::node::seqtree::MAX_LEVELS)
-        {
-            return bad(format!(
-                "at most {} BlindiTree levels",
-                crate::node::seqtree::MAX_LEVELS
             ));
         }
         if self.expand_one_in == 0 {

@@ -8,7 +8,7 @@ use crate::index::{Error, IndexBuilder, IndexKind};
 use crate::mem::ByteCounter;
 use crate::node::blind::BlindKeys;
 use crate::node::mixed::{LeafMode, Mixed, MixedConfig};
-use crate::node::seqtree::{SeqShared, MAX_SEQ_CAPACITY};
+use crate::node::seqtree::{SeqShared, MAX_LEVELS, MAX_SEQ_CAPACITY};
 use crate::node::slotted::{Slotted, SlottedConfig};
 use crate::node::sorted::{Sorted, SortedConfig};
 use crate::table::KeySource;
@@ -67,8 +67,9 @@ impl Family for Elastic {
                 options.max_key_len
             )));
         }
-        let breathing = options.breathing.unwrap_or(4).max(1);
-        let (mode, capacity) = match kind {
+        // The leaf mode, the largest SeqTree capacity (which sets the default BlindiTree
+        // levels), and the options' own tree levels and breathing, if any.
+        let (mode, capacity, levels, breathing) = match kind {
             IndexKind::SeqTree => {
                 if options.elastic.is_some() {
                     return Err(invalid("a budget applies to the elastic kind only".into()));
@@ -80,7 +81,7 @@ impl Family for Elastic {
                          {capacity}"
                     )));
                 }
-                (LeafMode::AllCompact { capacity }, capacity)
+                (LeafMode::AllCompact { capacity }, capacity, None, None)
             }
             _ => {
                 let elastic = options.elastic.as_ref().ok_or_else(|| {
@@ -89,33 +90,19 @@ impl Family for Elastic {
                 elastic.validate(leaf_capacity)?;
                 let policy = ElasticPolicy::new(elastic, leaf_capacity);
                 let max = policy.compact_max;
-                let levels = elastic.tree_levels.or(options.tree_levels);
                 let mode = LeafMode::Elastic(Arc::new(policy));
-                return Ok(ElasticExtra {
-                    kind,
-                    keys: keys.0,
-                    levels: levels.unwrap_or_else(|| default_levels(max)),
-                    breathing: options.breathing.unwrap_or(elastic.breathing).max(1),
-                    mode,
-                });
+                (mode, max, elastic.tree_levels, Some(elastic.breathing))
             }
         };
-        if options
-            .tree_levels
-            .is_some_and(|l| l > crate::node::seqtree::MAX_LEVELS)
-        {
-            return Err(invalid(format!(
-                "at most {} BlindiTree levels",
-                crate::node::seqtree::MAX_LEVELS
-            )));
+        let levels = options.tree_levels.or(levels);
+        if levels.is_some_and(|l| l > MAX_LEVELS) {
+            return Err(invalid(format!("at most {MAX_LEVELS} BlindiTree levels")));
         }
         Ok(ElasticExtra {
             kind,
             keys: keys.0,
-            levels: options
-                .tree_levels
-                .unwrap_or_else(|| default_levels(capacity)),
-            breathing,
+            levels: levels.unwrap_or_else(|| default_levels(capacity)),
+            breathing: options.breathing.or(breathing).unwrap_or(4).max(1),
             mode,
         })
     }

@@ -438,13 +438,27 @@ impl<K: BlindKeys> SeqTree<K> {
 
     /// Builds the sub-tree of tree node `t`, whose range is bits `lo..hi`.
     fn build_subtree(body: &Body<'_, K::Pos>, t: usize, lo: usize, hi: usize) {
+        Self::plan_subtree(body, t, lo, hi, &mut |t, e| {
+            body.tree[t].store(e, Ordering::Relaxed)
+        });
+    }
+
+    /// Computes the sub-tree of tree node `t` over bits `lo..hi` from the bits alone,
+    /// handing each tree position and its entry to `set`.
+    fn plan_subtree(
+        body: &Body<'_, K::Pos>,
+        t: usize,
+        lo: usize,
+        hi: usize,
+        set: &mut impl FnMut(usize, u16),
+    ) {
         if t >= body.tree.len() {
             return;
         }
         if lo >= hi {
-            body.tree[t].store(END_TREE, Ordering::Relaxed);
-            Self::build_subtree(body, 2 * t + 1, lo, lo);
-            Self::build_subtree(body, 2 * t + 2, lo, lo);
+            set(t, END_TREE);
+            Self::plan_subtree(body, 2 * t + 1, lo, lo, set);
+            Self::plan_subtree(body, 2 * t + 2, lo, lo, set);
             return;
         }
         let mut e = lo;
@@ -453,9 +467,9 @@ impl<K: BlindKeys> SeqTree<K> {
                 e = i;
             }
         }
-        body.tree[t].store(e as u16, Ordering::Relaxed);
-        Self::build_subtree(body, 2 * t + 1, lo, e);
-        Self::build_subtree(body, 2 * t + 2, e + 1, hi);
+        set(t, e as u16);
+        Self::plan_subtree(body, 2 * t + 1, lo, e, set);
+        Self::plan_subtree(body, 2 * t + 2, e + 1, hi, set);
     }
 
     /// Adds `delta` to every tree entry at or above bits index `from` (after entries were
@@ -767,9 +781,9 @@ impl<K: BlindKeys> SeqTree<K> {
                 body.slots
             ));
         }
+        let mut buf = Vec::new();
         for i in 0..n {
             let tid = body.tid(i);
-            let mut buf = Vec::new();
             if !shared.keys.key(tid, &mut buf) {
                 return Err(format!("entry {i}: tid {tid} has no key in the key source"));
             }
@@ -788,9 +802,10 @@ impl<K: BlindKeys> SeqTree<K> {
                 return Err(format!("keys {i} and {} are not ascending", i + 1));
             }
         }
+        // Compare with the tree the bits call for, without writing into the node.
         let stored: Vec<u16> = (0..body.tree.len()).map(|t| body.tree_entry(t)).collect();
-        Self::build_tree(&body, n);
-        let rebuilt: Vec<u16> = (0..body.tree.len()).map(|t| body.tree_entry(t)).collect();
+        let mut rebuilt = vec![END_TREE; body.tree.len()];
+        Self::plan_subtree(&body, 0, 0, n.saturating_sub(1), &mut |t, e| rebuilt[t] = e);
         if stored != rebuilt {
             return Err(format!("BlindiTree {stored:?} differs from {rebuilt:?}"));
         }
