@@ -39,6 +39,7 @@
 
 pub mod btree;
 pub mod elastic;
+pub mod hybrid;
 pub mod key;
 pub mod mem;
 pub mod node;
