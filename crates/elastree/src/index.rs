@@ -9,6 +9,8 @@ use crate::mem::MemoryUsage;
 
 pub use crate::btree::{BTreeIndex, ElasticIndex};
 use crate::elastic::ElasticOptions;
+pub use crate::hybrid::HybridIndex;
+use crate::hybrid::HybridOptions;
 use crate::table::KeySource;
 use std::sync::Arc;
 
@@ -80,12 +82,24 @@ pub enum IndexKind {
     /// The B+-tree with every leaf a SeqTree leaf of 128 keys (the paper's "SeqTree128"):
     /// the elastic tree's most compact form. Needs [`IndexBuilder::key_source`].
     SeqTree,
+    /// The hybrid index: a dynamic B+-tree stage taking every write in front of a compact,
+    /// read-only static stage, merged in the background ([`crate::hybrid`]; options in
+    /// [`IndexBuilder::hybrid_options`]).
+    Hybrid,
+    /// The hybrid index with LZ4-compressed static leaf blocks behind a CLOCK cache of
+    /// decompressed ones.
+    HybridCompressed,
 }
 
 impl IndexKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: &'static [IndexKind] =
-        &[IndexKind::BTree, IndexKind::Elastic, IndexKind::SeqTree];
+    pub const ALL: &'static [IndexKind] = &[
+        IndexKind::BTree,
+        IndexKind::Elastic,
+        IndexKind::SeqTree,
+        IndexKind::Hybrid,
+        IndexKind::HybridCompressed,
+    ];
 
     /// The kind's name as the CLI and the benchmark spell it.
     pub fn name(self) -> &'static str {
@@ -93,6 +107,8 @@ impl IndexKind {
             IndexKind::BTree => "btree",
             IndexKind::Elastic => "elastic",
             IndexKind::SeqTree => "seqtree",
+            IndexKind::Hybrid => "hybrid",
+            IndexKind::HybridCompressed => "hybrid-compressed",
         }
     }
 
@@ -201,8 +217,20 @@ pub trait Index: Send + Sync {
     /// while no writer runs.
     fn check(&self) -> Result<(), Error>;
 
+    /// Waits for background work the index started (a hybrid index's running merge) to
+    /// finish, and reports an error it hit. Memory and timing measurements call it so they
+    /// see the index at rest.
+    fn quiesce(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// What the elasticity algorithm has done: `Some` for the `elastic` kind only.
     fn elastic_stats(&self) -> Option<crate::elastic::ElasticStats> {
+        None
+    }
+
+    /// Merge counts and timings and stage sizes: `Some` for the hybrid kinds only.
+    fn hybrid_stats(&self) -> Option<crate::hybrid::HybridStats> {
         None
     }
 }
@@ -230,6 +258,7 @@ pub struct IndexBuilder {
     pub(crate) elastic: Option<ElasticOptions>,
     pub(crate) tree_levels: Option<u8>,
     pub(crate) breathing: Option<usize>,
+    pub(crate) hybrid: Option<HybridOptions>,
 }
 
 impl IndexBuilder {
@@ -247,6 +276,7 @@ impl IndexBuilder {
             elastic: None,
             tree_levels: None,
             breathing: None,
+            hybrid: None,
         }
     }
 
@@ -288,6 +318,14 @@ impl IndexBuilder {
         self
     }
 
+    /// Every option of a hybrid index (see [`HybridOptions`]; the default has the paper's
+    /// settings: merge at a 10:1 static-to-dynamic ratio, merge everything, in the
+    /// background).
+    pub fn hybrid_options(mut self, options: HybridOptions) -> Self {
+        self.hybrid = Some(options);
+        self
+    }
+
     /// Unique (`true`, the default) or non-unique (`false`).
     pub fn unique(mut self, unique: bool) -> Self {
         self.unique = unique;
@@ -326,6 +364,9 @@ impl IndexBuilder {
         match self.kind {
             IndexKind::BTree => Ok(Box::new(BTreeIndex::new(self)?)),
             IndexKind::Elastic | IndexKind::SeqTree => Ok(Box::new(ElasticIndex::new(self)?)),
+            IndexKind::Hybrid | IndexKind::HybridCompressed => {
+                Ok(Box::new(HybridIndex::new(self)?))
+            }
         }
     }
 

@@ -184,3 +184,32 @@ fn a_scan_across_a_leaf_replacement_never_validates_a_wrong_entry() {
         assert_eq!(step(), Ok(10));
     });
 }
+
+/// The writer gate: once `seal` returns, a writer either got in and its write is visible to
+/// the sealer, or was turned away and wrote nothing.
+#[test]
+fn sealing_sees_every_admitted_write() {
+    use elastree::sync::WriterGate;
+    loom::model(|| {
+        let gate = Arc::new(WriterGate::new());
+        let data = Arc::new(AtomicU64::new(0));
+        let writer = {
+            let (gate, data) = (Arc::clone(&gate), Arc::clone(&data));
+            thread::spawn(move || match gate.enter() {
+                Some(_inside) => {
+                    data.store(1, Ordering::Relaxed);
+                    true
+                }
+                None => false,
+            })
+        };
+        gate.seal();
+        let seen = data.load(Ordering::Relaxed);
+        let admitted = writer.join().unwrap();
+        assert_eq!(
+            seen,
+            u64::from(admitted),
+            "admitted {admitted}, sealer saw {seen}"
+        );
+    });
+}

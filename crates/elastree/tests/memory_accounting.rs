@@ -113,6 +113,7 @@ fn check_kind(
     for (tid, k) in keys.iter().enumerate() {
         index.insert(k, tid as u64).unwrap();
     }
+    index.quiesce().unwrap();
     settle();
     assert_close(
         &format!("{name} after load"),
@@ -131,6 +132,7 @@ fn check_kind(
             }
         }
     }
+    index.quiesce().unwrap();
     settle();
     assert_close(
         &format!("{name} after deletes"),

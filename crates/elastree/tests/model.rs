@@ -19,12 +19,18 @@ const KEY_SETS: &[Keys] = &[
 const DEFAULT_NODES_BUDGET: usize = 256 * 1024;
 
 /// For the elastic kind: the run compacted leaves and expanded them back, so the model
-/// checked both directions of conversion.
+/// checked both directions of conversion. For the hybrid kinds: the run merged many times.
 fn converted_both_ways(index: &dyn Index) {
     if let Some(stats) = index.elastic_stats() {
         assert!(
             stats.compactions > 0 && stats.expansions > 0,
             "the elastic tree did not convert both ways: {stats:?}"
+        );
+    }
+    if let Some(stats) = index.hybrid_stats() {
+        assert!(
+            stats.merges >= 10,
+            "the hybrid index merged too rarely: {stats:?}"
         );
     }
 }

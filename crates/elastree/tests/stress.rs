@@ -207,6 +207,10 @@ fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
             "{stats:?}"
         );
     }
+    if let Some(stats) = index.hybrid_stats() {
+        // The race ran through merges too.
+        assert!(stats.merges >= 3, "{stats:?}");
+    }
 }
 
 #[test]

@@ -2,9 +2,9 @@
 //! the lock protocol can be model-checked (`tests/loom_olc.rs`).
 
 #[cfg(loom)]
-pub use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub use std::sync::atomic::{fence, AtomicU64, Ordering};
+pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// A hint that this thread is spinning (under loom: a yield, so the model makes progress).
 #[inline]

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
+use elastree::hybrid::{HybridOptions, MergeTrigger};
 use elastree::table::KeySource;
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 use rand::rngs::StdRng;
@@ -68,7 +69,7 @@ impl KeySource for Registry {
 /// A builder for `kind` wired to `registry` (and, for the elastic kind, to a budget of
 /// `budget` bytes), so every kind can be built the same way.
 pub fn builder(kind: IndexKind, registry: &Arc<Registry>, budget: usize) -> IndexBuilder {
-    let builder = IndexBuilder::new(kind);
+    let builder = IndexBuilder::new(kind).hybrid_options(frequent_merges());
     if !kind.needs_key_source() {
         return builder;
     }
@@ -77,6 +78,17 @@ pub fn builder(kind: IndexKind, registry: &Arc<Registry>, budget: usize) -> Inde
         builder.budget(budget)
     } else {
         builder
+    }
+}
+
+/// Hybrid options that merge after a few writes (a 2:1 ratio, at least 8 entries) and
+/// publish after every segment, so tests run every merge path many times.
+pub fn frequent_merges() -> HybridOptions {
+    HybridOptions {
+        trigger: MergeTrigger::Ratio(2.0),
+        min_merge: 8,
+        publish_every: 1,
+        ..HybridOptions::default()
     }
 }
 

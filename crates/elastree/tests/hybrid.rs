@@ -1,0 +1,298 @@
+//! The hybrid index beyond the shared model and stress tests (which run it with frequent
+//! merges): every merge option through the model test, merges that run while writers and
+//! readers race, the merge trigger, and typed errors.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use common::{frequent_merges, run_model, tiny, Keys, Registry};
+use elastree::hybrid::{HybridIndex, HybridOptions, MergeMode, MergeStrategy, MergeTrigger};
+use elastree::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const KEY_SETS: &[Keys] = &[
+    Keys::Small64 { space: 600 },
+    Keys::Sequential64,
+    Keys::Small128 { space: 600 },
+    Keys::Var { max: 40 },
+];
+
+/// The model test with `options`, unique and non-unique, on every key set; the run must
+/// have merged many times.
+fn model_with(kind: IndexKind, options: HybridOptions, seed: u64) {
+    for unique in [true, false] {
+        for (i, &keys) in KEY_SETS.iter().enumerate() {
+            let registry = Registry::new();
+            let index = tiny(kind, &registry, unique, keys, 40)
+                .hybrid_options(options.clone())
+                .build()
+                .unwrap();
+            run_model(&*index, &registry, keys, 12_000, seed + i as u64, 199);
+            let stats = index.hybrid_stats().unwrap();
+            assert!(stats.merges >= 5, "{options:?}: {stats:?}");
+        }
+    }
+}
+
+#[test]
+fn model_blocking_merges() {
+    let options = HybridOptions {
+        mode: MergeMode::Blocking,
+        ..frequent_merges()
+    };
+    model_with(IndexKind::Hybrid, options, 10);
+}
+
+#[test]
+fn model_merge_cold() {
+    let options = HybridOptions {
+        strategy: MergeStrategy::Cold,
+        ..frequent_merges()
+    };
+    model_with(IndexKind::Hybrid, options, 20);
+}
+
+#[test]
+fn model_constant_trigger() {
+    let options = HybridOptions {
+        trigger: MergeTrigger::Constant(16),
+        min_merge: 1,
+        ..frequent_merges()
+    };
+    model_with(IndexKind::Hybrid, options, 30);
+}
+
+#[test]
+fn model_compressed_small_cache() {
+    let options = HybridOptions {
+        cache_blocks: 2,
+        ..frequent_merges()
+    };
+    model_with(IndexKind::HybridCompressed, options, 40);
+}
+
+/// Merge-cold keeps recently used entries out of the static stage: after a merge that
+/// found every entry hot, they are all still in a dynamic stage.
+#[test]
+fn merge_cold_carries_hot_entries() {
+    let options = HybridOptions {
+        strategy: MergeStrategy::Cold,
+        trigger: MergeTrigger::Constant(1 << 30),
+        ..HybridOptions::default()
+    };
+    let index = HybridIndex::new(
+        &IndexBuilder::new(IndexKind::Hybrid)
+            .key_len(KeyLen::Fixed(8))
+            .hybrid_options(options),
+    )
+    .unwrap();
+    for k in 0u64..1000 {
+        index.insert(&k.to_be_bytes(), k).unwrap();
+    }
+    index.merge_now().unwrap();
+    let stats = index.stats();
+    let last = *stats.records.last().unwrap();
+    assert_eq!((last.carried, last.merged), (1000, 0), "{stats:?}");
+    // Nothing touched them since: the next merge moves them all.
+    index.merge_now().unwrap();
+    let stats = index.stats();
+    let last = *stats.records.last().unwrap();
+    assert_eq!((last.carried, last.merged), (0, 1000), "{stats:?}");
+    assert_eq!(stats.static_len, 1000);
+    for k in 0u64..1000 {
+        assert_eq!(index.get(&k.to_be_bytes()).unwrap(), Some(k));
+    }
+    index.check().unwrap();
+}
+
+/// The ratio trigger: after a load, the static stage holds most entries and the dynamic
+/// stage about a tenth of them at most.
+#[test]
+fn ratio_trigger_keeps_the_dynamic_stage_small() {
+    let index =
+        HybridIndex::new(&IndexBuilder::new(IndexKind::Hybrid).key_len(KeyLen::Fixed(8))).unwrap();
+    let n = common::scaled(200_000);
+    let mut rng = StdRng::seed_from_u64(5);
+    for tid in 0..n {
+        index.insert(&rng.gen::<u64>().to_be_bytes(), tid).unwrap();
+    }
+    index.wait_for_merge().unwrap();
+    let stats = index.stats();
+    if n >= 100_000 {
+        assert!(stats.merges >= 5, "{stats:?}");
+        assert!(stats.static_len * 10 >= n as usize * 8, "{stats:?}");
+        // A merge may have started late: allow two trigger's worth.
+        assert!(
+            stats.dynamic_len <= stats.static_len / 5 + 4096,
+            "{stats:?}"
+        );
+    }
+    for record in &stats.records {
+        assert!(record.static_after >= record.static_before, "{record:?}");
+    }
+    assert_eq!(index.len(), n as usize);
+    index.check().unwrap();
+}
+
+/// Reads, scans and writes race with background merges of a large static stage: no reader
+/// ever misses a key that is present throughout, and no write is lost.
+#[test]
+fn operations_race_with_background_merges() {
+    let options = HybridOptions {
+        trigger: MergeTrigger::Ratio(4.0),
+        min_merge: 256,
+        publish_every: 1,
+        ..HybridOptions::default()
+    };
+    let index = HybridIndex::new(
+        &IndexBuilder::new(IndexKind::Hybrid)
+            .key_len(KeyLen::Fixed(8))
+            .hybrid_options(options),
+    )
+    .unwrap();
+    let stable: Vec<u64> = (0..common::scaled(20_000)).map(|k| k * 4).collect();
+    for &k in &stable {
+        index.insert(&k.to_be_bytes(), k).unwrap();
+    }
+    let done = AtomicBool::new(false);
+    let written: BTreeMap<u64, u64> = thread::scope(|s| {
+        let (index, stable, done) = (&index, &stable, &done);
+        let reader = s.spawn(move || {
+            let mut rng = StdRng::seed_from_u64(1);
+            while !done.load(Ordering::Relaxed) {
+                let k = stable[rng.gen_range(0..stable.len())];
+                assert_eq!(
+                    index.get(&k.to_be_bytes()).unwrap(),
+                    Some(k),
+                    "stable key {k}"
+                );
+                let lo = stable[rng.gen_range(0..stable.len())];
+                let mut seen = Vec::new();
+                index
+                    .scan(
+                        Bound::Included(&lo.to_be_bytes()[..]),
+                        Bound::Unbounded,
+                        Direction::Ascending,
+                        64,
+                        &mut |key, _| seen.push(u64::from_be_bytes(key.try_into().unwrap())),
+                    )
+                    .unwrap();
+                assert!(seen.windows(2).all(|w| w[0] < w[1]), "scan order {seen:?}");
+                let last = *seen.last().unwrap();
+                let expected = stable.iter().filter(|&&k| k >= lo && k <= last).count();
+                let got = seen.iter().filter(|&&k| k % 4 == 0).count();
+                assert_eq!(got, expected, "scan from {lo} missed stable keys");
+            }
+        });
+        let writer = s.spawn(move || {
+            let mut rng = StdRng::seed_from_u64(2);
+            let mut mine = BTreeMap::new();
+            for op in 0..common::scaled(60_000) {
+                let k = rng.gen_range(0..stable.len() as u64 * 4) | 1;
+                if rng.gen_bool(0.7) {
+                    let previous = index.insert(&k.to_be_bytes(), op).unwrap();
+                    assert_eq!(previous, mine.insert(k, op));
+                } else {
+                    let removed = index.remove(&k.to_be_bytes()).unwrap();
+                    assert_eq!(removed, mine.remove(&k));
+                }
+            }
+            mine
+        });
+        let mine = writer.join().unwrap();
+        done.store(true, Ordering::Relaxed);
+        reader.join().unwrap();
+        mine
+    });
+    index.wait_for_merge().unwrap();
+    assert!(index.stats().merges >= 3, "{:?}", index.stats());
+    let mut expected: BTreeMap<u64, u64> = stable.iter().map(|&k| (k, k)).collect();
+    expected.extend(written);
+    let mut got = Vec::new();
+    index
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Ascending,
+            usize::MAX,
+            &mut |k, t| got.push((u64::from_be_bytes(k.try_into().unwrap()), t)),
+        )
+        .unwrap();
+    assert!(
+        got.iter().copied().eq(expected.into_iter()),
+        "final contents differ"
+    );
+    index.check().unwrap();
+}
+
+#[test]
+fn bad_options_and_reserved_tid_are_typed_errors() {
+    let build = |options: HybridOptions| {
+        IndexBuilder::new(IndexKind::Hybrid)
+            .hybrid_options(options)
+            .build()
+            .err()
+    };
+    for options in [
+        HybridOptions {
+            trigger: MergeTrigger::Ratio(0.0),
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            trigger: MergeTrigger::Ratio(f64::NAN),
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            trigger: MergeTrigger::Constant(0),
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            publish_every: 0,
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            bloom_bits_per_key: 0,
+            ..HybridOptions::default()
+        },
+    ] {
+        assert!(
+            matches!(build(options.clone()), Some(Error::InvalidConfig(_))),
+            "{options:?}"
+        );
+    }
+    let too_long = IndexBuilder::new(IndexKind::Hybrid)
+        .unique(false)
+        .max_key_len(20_000)
+        .build()
+        .err();
+    assert!(matches!(too_long, Some(Error::InvalidConfig(_))));
+
+    let index = IndexBuilder::new(IndexKind::Hybrid).build().unwrap();
+    assert!(matches!(
+        index.insert(b"k", u64::MAX),
+        Err(Error::Unsupported { .. })
+    ));
+    assert_eq!(index.len(), 0);
+    let long = vec![7u8; 2000];
+    assert!(matches!(
+        index.insert(&long, 1),
+        Err(Error::KeyTooLong { .. })
+    ));
+    assert!(matches!(index.remove(&long), Err(Error::KeyTooLong { .. })));
+    let non_unique = IndexBuilder::new(IndexKind::Hybrid)
+        .unique(false)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        non_unique.remove(b"k"),
+        Err(Error::Unsupported { .. })
+    ));
+    // A non-unique index takes every tid, u64::MAX included.
+    assert_eq!(non_unique.insert(b"k", u64::MAX).unwrap(), None);
+    assert_eq!(non_unique.get(b"k").unwrap(), Some(u64::MAX));
+}
