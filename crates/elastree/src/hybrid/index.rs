@@ -4,7 +4,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 
@@ -52,6 +52,8 @@ pub struct MergeRecord {
     pub merged: usize,
     /// Entries kept in a dynamic stage because they were recently used (merge-cold).
     pub carried: usize,
+    /// When the merge started, counted from the index's creation.
+    pub started: Duration,
     /// Wall time of the merge.
     pub duration: Duration,
 }
@@ -97,6 +99,8 @@ pub(super) struct Shared {
     /// The first error a background merge hit (the index stays valid: the merge is abandoned
     /// with the frozen stage still readable).
     pub(super) merge_error: Mutex<Option<Error>>,
+    /// When the index was created (merge records count from here).
+    pub(super) created: Instant,
 }
 
 #[repr(align(64))]
@@ -165,6 +169,7 @@ impl HybridIndex {
                 stats: Mutex::new(HybridStats::default()),
                 merger: Mutex::new(None),
                 merge_error: Mutex::new(None),
+                created: Instant::now(),
             }),
         })
     }

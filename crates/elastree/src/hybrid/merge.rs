@@ -145,6 +145,7 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
         static_after,
         merged,
         carried,
+        started: started.duration_since(s.created),
         duration: started.elapsed(),
     };
     let mut stats = s.stats.lock().unwrap_or_else(|e| e.into_inner());
