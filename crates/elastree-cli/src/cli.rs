@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use elastree::hybrid::{HybridOptions, MergeTrigger};
 use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
@@ -92,6 +93,15 @@ pub struct IndexArgs {
     /// The byte budget of the elastic kind (e.g. 64M, 1G, or plain bytes).
     #[arg(long, value_name = "BYTES", value_parser = elastree_bench::peers::parse_bytes)]
     pub budget: Option<usize>,
+
+    /// Hybrid kinds: merge when the static stage holds at most this many times the dynamic
+    /// stage's entries (default 10, the paper's).
+    #[arg(long, value_name = "RATIO")]
+    pub merge_ratio: Option<f64>,
+
+    /// Hybrid kinds: never merge a dynamic stage of fewer entries than this (default 4096).
+    #[arg(long, value_name = "ENTRIES")]
+    pub min_merge: Option<usize>,
 }
 
 /// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] as the possible
@@ -118,6 +128,16 @@ impl IndexArgs {
         }
         if let Some(bytes) = self.budget {
             builder = builder.budget(bytes);
+        }
+        if self.merge_ratio.is_some() || self.min_merge.is_some() {
+            let mut hybrid = HybridOptions::default();
+            if let Some(ratio) = self.merge_ratio {
+                hybrid.trigger = MergeTrigger::Ratio(ratio);
+            }
+            if let Some(entries) = self.min_merge {
+                hybrid.min_merge = entries;
+            }
+            builder = builder.hybrid_options(hybrid);
         }
         builder
     }
