@@ -228,6 +228,7 @@ fn measure(
 }
 
 fn record_memory(point: &mut Point, index: &dyn BenchIndex, baseline: usize) {
+    index.quiesce();
     settle_deferred_frees();
     point.bytes_alloc = alloc::current().saturating_sub(baseline);
     point.bytes_self = index.self_reported_bytes();

@@ -81,6 +81,10 @@ pub trait BenchIndex: Send + Sync {
         None
     }
 
+    /// Waits for background work the index started (a hybrid index's merge), so that a
+    /// memory reading sees the index at rest.
+    fn quiesce(&self) {}
+
     /// What the elasticity algorithm did so far (compactions, grows, expansions), for
     /// indexes with SeqTree leaves.
     fn elastic_stats(&self) -> Option<ElasticStats> {
@@ -472,6 +476,12 @@ impl BenchIndex for Elastree {
 
     fn self_reported_bytes(&self) -> Option<usize> {
         Some(self.index.memory().total())
+    }
+
+    fn quiesce(&self) {
+        if let Err(e) = self.index.quiesce() {
+            panic!("elastree {} background work failed: {e}", self.kind);
+        }
     }
 
     fn elastic_stats(&self) -> Option<ElasticStats> {

@@ -738,8 +738,9 @@ impl Group<'_> {
             self.threads,
             Some(&latencies),
         )?;
-        // Nodes the load retired (split, replaced) are freed now, so both figures below count
-        // what the loaded index holds.
+        // Nodes the load retired (split, replaced) are freed now, and a merge the load
+        // started has finished, so both figures below count what the loaded index holds.
+        index.quiesce();
         settle_deferred_frees();
         if alloc::installed() {
             let after = alloc::current();

@@ -142,6 +142,7 @@ pub fn load_prefix(
     }
     // Nodes the load retired are freed now, so that the index's accounting counts only what
     // it holds (as after a timed load).
+    index.quiesce();
     settle_deferred_frees();
     Ok(index)
 }

@@ -59,6 +59,16 @@ impl Codec {
         }
     }
 
+    /// The tree key of `(key, tid)`: `key` itself for the unique codec (no copy).
+    pub fn tree_key(self, key: &[u8], tid: u64) -> std::borrow::Cow<'_, [u8]> {
+        if self == Codec::Unique {
+            return std::borrow::Cow::Borrowed(key);
+        }
+        let mut out = Vec::with_capacity(key.len() + 10);
+        self.encode(key, tid, &mut out);
+        std::borrow::Cow::Owned(out)
+    }
+
     /// Splits a tree key of a pair codec into the user key (appended to `key`) and the tid.
     pub fn decode_pair(self, tree_key: &[u8], key: &mut Vec<u8>) -> u64 {
         let (body, tid) = tree_key.split_at(tree_key.len() - 8);

@@ -293,12 +293,19 @@ impl Shared {
 
     /// Runs `write` on the active stage of the current view, reloading the view if a merge
     /// froze the stage in between.
-    fn write<T>(&self, write: impl Fn(&View, &Dynamic) -> Result<T, Error>) -> Result<T, Error> {
+    ///
+    /// Also says whether the active stage has reached the merge trigger.
+    fn write<T>(
+        &self,
+        write: impl Fn(&View, &Dynamic) -> Result<T, Error>,
+    ) -> Result<(T, bool), Error> {
         let guard = epoch::pin();
         loop {
             let view = self.view(&guard);
             if let Some(_inside) = view.active.enter() {
-                return write(view, &view.active);
+                let result = write(view, &view.active)?;
+                let due = view.active.len() >= self.options.merge_threshold(view.base.len());
+                return Ok((result, due));
             }
             std::thread::yield_now();
         }
@@ -333,13 +340,8 @@ impl Shared {
         Ok(view.base.contains_pair(key, tid))
     }
 
-    /// After a write: starts a merge if the active stage reached the trigger.
-    fn maybe_merge(self: &Arc<Self>) -> Result<(), Error> {
-        let due = {
-            let guard = epoch::pin();
-            let view = self.view(&guard);
-            view.active.len() >= self.options.merge_threshold(view.base.len())
-        };
+    /// After a write: starts a merge if the write found the active stage at the trigger.
+    fn maybe_merge(self: &Arc<Self>, due: bool) -> Result<(), Error> {
         if !due
             || self
                 .merging
@@ -394,11 +396,10 @@ impl Index for HybridIndex {
             });
         }
         let hash = key_hash(key);
-        let result = {
+        let (result, due) = {
             let _gate = s.gate();
             let _stripe = s.stripe(hash);
-            let mut tree_key = Vec::new();
-            s.codec.encode(key, tid, &mut tree_key);
+            let tree_key = s.codec.tree_key(key, tid);
             s.write(|view, active| {
                 if s.unique {
                     Ok(match active.put(&tree_key, hash, tid)? {
@@ -427,7 +428,7 @@ impl Index for HybridIndex {
         if result.is_none() {
             s.live.fetch_add(1, Ordering::Relaxed);
         }
-        s.maybe_merge()?;
+        s.maybe_merge(due)?;
         Ok(result)
     }
 
@@ -505,7 +506,7 @@ impl Index for HybridIndex {
             });
         }
         let hash = key_hash(key);
-        let removed = {
+        let (removed, due) = {
             let _gate = s.gate();
             let _stripe = s.stripe(hash);
             s.write(|view, active| {
@@ -525,7 +526,7 @@ impl Index for HybridIndex {
         if removed.is_some() {
             s.live.fetch_sub(1, Ordering::Relaxed);
         }
-        s.maybe_merge()?;
+        s.maybe_merge(due)?;
         Ok(removed)
     }
 
@@ -533,11 +534,10 @@ impl Index for HybridIndex {
         let s = &self.shared;
         s.check_key(key)?;
         let hash = key_hash(key);
-        let removed = {
+        let (removed, due) = {
             let _gate = s.gate();
             let _stripe = s.stripe(hash);
-            let mut tree_key = Vec::new();
-            s.codec.encode(key, tid, &mut tree_key);
+            let tree_key = s.codec.tree_key(key, tid);
             s.write(|view, active| {
                 if s.unique {
                     let current = match active.get(key, hash)? {
@@ -577,7 +577,7 @@ impl Index for HybridIndex {
         if removed {
             s.live.fetch_sub(1, Ordering::Relaxed);
         }
-        s.maybe_merge()?;
+        s.maybe_merge(due)?;
         Ok(removed)
     }
 
