@@ -296,3 +296,153 @@ fn bad_options_and_reserved_tid_are_typed_errors() {
     assert_eq!(non_unique.insert(b"k", u64::MAX).unwrap(), None);
     assert_eq!(non_unique.get(b"k").unwrap(), Some(u64::MAX));
 }
+
+/// Scan bounds of any length on fixed-length keys cover the same pairs as in the B+-tree,
+/// for pairs in the dynamic stage, in the static stage and deleted from it.
+#[test]
+fn bounds_of_any_length_match_the_btree() {
+    for unique in [true, false] {
+        for len in [4usize, 8, 16] {
+            let build = |kind| {
+                IndexBuilder::new(kind)
+                    .unique(unique)
+                    .key_len(KeyLen::Fixed(len))
+                    .hybrid_options(frequent_merges())
+                    .build()
+                    .unwrap()
+            };
+            let (hybrid, btree) = (build(IndexKind::Hybrid), build(IndexKind::BTree));
+            let mut rng = StdRng::seed_from_u64(len as u64);
+            let alphabet = [0u8, 1, b'a', b'b', 0xff];
+            let random_key = |rng: &mut StdRng, n: usize| -> Vec<u8> {
+                (0..n).map(|_| alphabet[rng.gen_range(0..5)]).collect()
+            };
+            for step in 0..3000u64 {
+                let key = random_key(&mut rng, len);
+                let tid = rng.gen_range(0..4u64);
+                if rng.gen_bool(0.7) {
+                    assert_eq!(
+                        hybrid.insert(&key, tid).unwrap(),
+                        btree.insert(&key, tid).unwrap()
+                    );
+                } else {
+                    assert_eq!(
+                        hybrid.remove_pair(&key, tid).unwrap(),
+                        btree.remove_pair(&key, tid).unwrap()
+                    );
+                }
+                if step % 10 != 0 {
+                    continue;
+                }
+                let bound = |rng: &mut StdRng| {
+                    let n = rng.gen_range(0..=len + 3);
+                    match rng.gen_range(0..3) {
+                        0 => Bound::Unbounded,
+                        1 => Bound::Included(random_key(rng, n)),
+                        _ => Bound::Excluded(random_key(rng, n)),
+                    }
+                };
+                let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+                for direction in [Direction::Ascending, Direction::Descending] {
+                    let collect = |index: &dyn Index| {
+                        let mut got = Vec::new();
+                        index
+                            .scan(
+                                lo.as_ref().map(Vec::as_slice),
+                                hi.as_ref().map(Vec::as_slice),
+                                direction,
+                                usize::MAX,
+                                &mut |k, t| got.push((k.to_vec(), t)),
+                            )
+                            .unwrap();
+                        got
+                    };
+                    assert_eq!(
+                        collect(&*hybrid),
+                        collect(&*btree),
+                        "unique {unique} len {len} {direction:?} {lo:?}..{hi:?}"
+                    );
+                }
+            }
+            let merges = hybrid.hybrid_stats().unwrap().merges;
+            assert!(merges >= 3, "unique {unique} len {len}: {merges} merges");
+        }
+    }
+}
+
+/// In blocking mode a scan's visitor may call the index, even writes that start a merge.
+#[test]
+fn blocking_scan_visitor_may_call_the_index() {
+    let options = HybridOptions {
+        mode: MergeMode::Blocking,
+        ..frequent_merges()
+    };
+    let index = IndexBuilder::new(IndexKind::Hybrid)
+        .key_len(KeyLen::Fixed(8))
+        .hybrid_options(options)
+        .build()
+        .unwrap();
+    for k in 0u64..5000 {
+        index.insert(&(k * 2).to_be_bytes(), k).unwrap();
+    }
+    let merges_before = index.hybrid_stats().unwrap().merges;
+    let mut seen = 0;
+    index
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Ascending,
+            usize::MAX,
+            &mut |k, t| {
+                let odd = u64::from_be_bytes(k.try_into().unwrap()) + 1;
+                index.insert(&odd.to_be_bytes(), t).unwrap();
+                seen += 1;
+            },
+        )
+        .unwrap();
+    assert!(seen >= 5000);
+    assert!(index.hybrid_stats().unwrap().merges > merges_before);
+    assert_eq!(index.len(), 10_000);
+    index.check().unwrap();
+}
+
+#[test]
+fn extreme_trigger_options_neither_panic_nor_overflow() {
+    for options in [
+        HybridOptions {
+            trigger: MergeTrigger::Constant(usize::MAX),
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            min_merge: usize::MAX,
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            trigger: MergeTrigger::Ratio(1e9),
+            ..HybridOptions::default()
+        },
+        HybridOptions {
+            trigger: MergeTrigger::Ratio(1e-3),
+            ..HybridOptions::default()
+        },
+    ] {
+        let index = IndexBuilder::new(IndexKind::Hybrid)
+            .hybrid_options(options)
+            .build()
+            .unwrap();
+        for k in 0u64..100 {
+            index.insert(&k.to_be_bytes(), k).unwrap();
+        }
+        index.quiesce().unwrap();
+        assert_eq!(index.len(), 100);
+    }
+    let tiny = HybridOptions {
+        trigger: MergeTrigger::Ratio(1e-30),
+        ..HybridOptions::default()
+    };
+    let err = IndexBuilder::new(IndexKind::Hybrid)
+        .hybrid_options(tiny)
+        .build()
+        .err();
+    assert!(matches!(err, Some(Error::InvalidConfig(_))));
+}

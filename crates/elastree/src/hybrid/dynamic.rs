@@ -96,39 +96,49 @@ impl Codec {
 
     /// Maps a bound on user keys to the bound on tree keys covering the same pairs.
     pub fn bound(self, bound: Bound<&[u8]>, lower: bool, out: &mut Vec<u8>) -> Bound<()> {
-        if self == Codec::Unique {
-            return match bound {
-                Bound::Unbounded => Bound::Unbounded,
-                Bound::Included(k) => {
-                    out.clear();
-                    out.extend_from_slice(k);
-                    Bound::Included(())
-                }
-                Bound::Excluded(k) => {
-                    out.clear();
-                    out.extend_from_slice(k);
-                    Bound::Excluded(())
-                }
-            };
+        let (key, inclusive) = match bound {
+            Bound::Unbounded => return Bound::Unbounded,
+            Bound::Included(k) => (k, true),
+            Bound::Excluded(k) => (k, false),
+        };
+        let shape = |inclusive: bool| {
+            if inclusive {
+                Bound::Included(())
+            } else {
+                Bound::Excluded(())
+            }
+        };
+        match self {
+            Codec::Unique => {
+                out.clear();
+                out.extend_from_slice(key);
+                shape(inclusive)
+            }
+            Codec::FixedPairs(len) if key.len() != len => {
+                // A bound of another length first becomes the equivalent bound on keys of
+                // exactly `len` bytes (a shorter one zero-padded, the smallest full key above
+                // it; a longer one truncated, the largest full key below it), so that no tid
+                // byte is ever compared with a key byte.
+                let mut fitted = key[..key.len().min(len)].to_vec();
+                fitted.resize(len, 0);
+                let inclusive = (key.len() < len) == lower;
+                self.pair_bound(&fitted, inclusive, lower, out)
+            }
+            _ => self.pair_bound(key, inclusive, lower, out),
         }
-        match (bound, lower) {
-            (Bound::Unbounded, _) => Bound::Unbounded,
-            (Bound::Included(k), true) => {
-                self.encode(k, 0, out);
-                Bound::Included(())
-            }
-            (Bound::Excluded(k), true) => {
-                self.encode(k, u64::MAX, out);
-                Bound::Excluded(())
-            }
-            (Bound::Included(k), false) => {
-                self.encode(k, u64::MAX, out);
-                Bound::Included(())
-            }
-            (Bound::Excluded(k), false) => {
-                self.encode(k, 0, out);
-                Bound::Excluded(())
-            }
+    }
+
+    /// The tree-key bound of a pair codec for a bound on user keys of the right shape: the
+    /// first or last pair of the key, included or excluded.
+    fn pair_bound(self, key: &[u8], inclusive: bool, lower: bool, out: &mut Vec<u8>) -> Bound<()> {
+        // Included lower: from (key, 0); excluded lower: after (key, MAX); included upper:
+        // up to (key, MAX); excluded upper: before (key, 0).
+        let tid = if inclusive == lower { 0 } else { u64::MAX };
+        self.encode(key, tid, out);
+        if inclusive {
+            Bound::Included(())
+        } else {
+            Bound::Excluded(())
         }
     }
 }
@@ -142,7 +152,13 @@ pub fn with_key(shape: Bound<()>, key: &[u8]) -> Bound<&[u8]> {
     }
 }
 
-/// One dynamic stage; see the module docs.
+/// Why tree operations of a dynamic stage cannot fail: the hybrid index validates every user
+/// key (length, fixed length) before it reaches a stage, and the stage's tree accepts every
+/// tree key of a valid user key ([`Dynamic::tree_options`]).
+const VALIDATED: &str = "a validated key fits the dynamic stage's tree";
+
+/// One dynamic stage; see the module docs. Its operations take keys the index has
+/// validated, so they do not fail (an error would mean an index bug, not bad input).
 pub struct Dynamic {
     tree: BTreeIndex,
     codec: Codec,
@@ -237,44 +253,45 @@ impl Dynamic {
 
     /// The stored value of a tree key (a tid or [`TOMBSTONE`]; [`LIVE`] or [`DEAD`]).
     #[inline]
-    pub fn get(&self, tree_key: &[u8], hash: u64) -> Result<Option<u64>, Error> {
+    pub fn get(&self, tree_key: &[u8], hash: u64) -> Option<u64> {
         if !self.bloom.may_contain(hash) {
-            return Ok(None);
+            return None;
         }
-        self.tree.get(tree_key)
+        self.tree.get(tree_key).expect(VALIDATED)
     }
 
     /// Stores `value` under a tree key, returning the previous value. `hash` is the hash of
     /// the *user* key (the filter is over user keys).
-    pub fn put(&self, tree_key: &[u8], hash: u64, value: u64) -> Result<Option<u64>, Error> {
+    pub fn put(&self, tree_key: &[u8], hash: u64, value: u64) -> Option<u64> {
         self.bloom.insert(hash);
         self.touch(hash);
-        self.tree.insert(tree_key, value)
+        self.tree.insert(tree_key, value).expect(VALIDATED)
     }
 
     /// Stores `value` under a tree key without recording an access: how a merge carries
     /// recently used entries into a new stage, which must not count as a new use.
-    pub fn load(&self, tree_key: &[u8], hash: u64, value: u64) -> Result<Option<u64>, Error> {
+    pub fn load(&self, tree_key: &[u8], hash: u64, value: u64) -> Option<u64> {
         self.bloom.insert(hash);
-        self.tree.insert(tree_key, value)
+        self.tree.insert(tree_key, value).expect(VALIDATED)
     }
 
     /// Removes a tree key, returning its value.
-    pub fn take(&self, tree_key: &[u8]) -> Result<Option<u64>, Error> {
-        self.tree.remove(tree_key)
+    pub fn take(&self, tree_key: &[u8]) -> Option<u64> {
+        self.tree.remove(tree_key).expect(VALIDATED)
     }
 
-    /// Appends the `(tid, live)` entries of a user key of a non-unique stage.
-    pub fn pairs_of(&self, key: &[u8], hash: u64, out: &mut Vec<(u64, bool)>) -> Result<(), Error> {
+    /// Appends the `(tid, live)` entries of a user key of a non-unique stage, by ascending
+    /// tid.
+    pub fn pairs_of(&self, key: &[u8], hash: u64, out: &mut Vec<(u64, bool)>) {
         if !self.bloom.may_contain(hash) {
-            return Ok(());
+            return;
         }
         let (mut low, mut high) = (Vec::new(), Vec::new());
         self.codec.encode(key, 0, &mut low);
         self.codec.encode(key, u64::MAX, &mut high);
         let codec = self.codec;
         let mut user = Vec::new();
-        self.tree.scan(
+        self.scan_tree(
             Bound::Included(&low),
             Bound::Included(&high),
             Direction::Ascending,
@@ -284,8 +301,7 @@ impl Dynamic {
                 let tid = codec.decode_pair(tree_key, &mut user);
                 out.push((tid, value == LIVE));
             },
-        )?;
-        Ok(())
+        );
     }
 
     /// Visits up to `limit` tree entries in the tree-key range, in `direction` order.
@@ -296,8 +312,10 @@ impl Dynamic {
         direction: Direction,
         limit: usize,
         visit: &mut dyn FnMut(&[u8], u64),
-    ) -> Result<usize, Error> {
-        self.tree.scan(lower, upper, direction, limit, visit)
+    ) -> usize {
+        self.tree
+            .scan(lower, upper, direction, limit, visit)
+            .expect("scans of a B+-tree take bounds of any length")
     }
 
     /// The bytes held: the tree, the filters and this struct.

@@ -174,38 +174,25 @@ impl HybridIndex {
         })
     }
 
-    /// Waits for a running background merge, if any, to finish, and reports the error it
-    /// hit, if any.
+    /// Waits until no merge is running (background, or blocking on another thread) and
+    /// reports the first error a background merge hit since the last call, if any.
     pub fn wait_for_merge(&self) -> Result<(), Error> {
-        let handle = self.shared.merger.lock().expect("merger lock").take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
-        match self
-            .shared
-            .merge_error
-            .lock()
-            .expect("merge error lock")
-            .take()
-        {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.shared.wait_for_merge()
     }
 
     /// Merges the dynamic stages into the static stage now, on this thread, and returns once
-    /// done (waiting first for a background merge that is running).
+    /// done (waiting first for a merge that is running).
     pub fn merge_now(&self) -> Result<(), Error> {
-        self.wait_for_merge()?;
-        while self
-            .shared
-            .merging
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            std::thread::yield_now();
+        let s = &self.shared;
+        loop {
+            s.wait_for_merge()?;
+            if s.merging
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return super::merge::run(s);
+            }
         }
-        super::merge::run(&self.shared)
     }
 
     /// Merge counts and timings, and the sizes of the stages.
@@ -218,7 +205,7 @@ impl Drop for HybridIndex {
     fn drop(&mut self) {
         // A background merge holds the shared state; let it finish so no thread outlives
         // the index.
-        let _ = self.wait_for_merge();
+        let _ = self.shared.wait_for_merge();
     }
 }
 
@@ -236,13 +223,17 @@ impl Drop for Shared {
     }
 }
 
+/// Pairs a blocking-mode scan collects under the gate before it lets merges in and calls
+/// the visitor.
+const BLOCKING_SCAN_CHUNK: usize = 1024;
+
 impl Shared {
-    /// The current view, valid while `guard` is held.
-    pub(super) fn view<'g>(&self, guard: &'g Guard) -> &'g View {
+    /// The current view, valid while `guard` is held (and the index lives).
+    pub(super) fn view<'g>(&'g self, guard: &'g Guard) -> &'g View {
         let view = self.view.load(Ordering::Acquire, guard);
         // SAFETY: the view is never null (set at construction, only ever swapped for
         // another), and a replaced view is destroyed through `defer_destroy`, so it outlives
-        // every guard pinned while it was current.
+        // every guard pinned while it was current; the current one lives as long as `self`.
         unsafe { view.deref() }
     }
 
@@ -252,15 +243,43 @@ impl Shared {
         // SAFETY: `old` was the published view and is now unreachable from the index; readers
         // that loaded it hold guards, so destruction waits for them.
         unsafe { guard.defer_destroy(old) };
+        // Old views hold whole stages: hand them to the collector now rather than after
+        // this thread's next few dozen deferred frees.
+        guard.flush();
     }
 
     pub(super) fn stats(&self) -> HybridStats {
-        let mut stats = self.stats.lock().expect("stats lock").clone();
+        let mut stats = lock(&self.stats).clone();
         let guard = epoch::pin();
         let view = self.view(&guard);
         stats.static_len = view.base.len();
-        stats.dynamic_len = view.dynamics().map(|d| d.len()).sum();
+        stats.dynamic_len = view.dynamics_len();
         stats
+    }
+
+    /// See [`HybridIndex::wait_for_merge`].
+    pub(super) fn wait_for_merge(&self) -> Result<(), Error> {
+        loop {
+            let handle = lock(&self.merger).take();
+            if let Some(handle) = handle {
+                if handle.join().is_err() {
+                    lock(&self.merge_error).get_or_insert(Error::Corrupt(
+                        "a background merge panicked; its dynamic stage stays readable".into(),
+                    ));
+                }
+            }
+            if !self.merging.load(Ordering::Acquire) && lock(&self.merger).is_none() {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        // Let the collector free what the merges replaced, so a memory reading that
+        // follows sees the index at rest.
+        epoch::pin().flush();
+        match lock(&self.merge_error).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     fn check_key(&self, key: &[u8]) -> Result<(), Error> {
@@ -287,90 +306,324 @@ impl Shared {
     }
 
     fn stripe(&self, hash: u64) -> MutexGuard<'_, ()> {
-        let stripe = &self.stripes[(hash as usize) % STRIPES];
-        stripe.0.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.stripes[(hash as usize) % STRIPES].0)
     }
 
     /// Runs `write` on the active stage of the current view, reloading the view if a merge
-    /// froze the stage in between.
-    ///
-    /// Also says whether the active stage has reached the merge trigger.
-    fn write<T>(
-        &self,
-        write: impl Fn(&View, &Dynamic) -> Result<T, Error>,
-    ) -> Result<(T, bool), Error> {
+    /// froze the stage in between. Also says whether the active stage has reached the merge
+    /// trigger.
+    fn write<T>(&self, write: impl Fn(&View, &Dynamic) -> T) -> (T, bool) {
         let guard = epoch::pin();
         loop {
             let view = self.view(&guard);
             if let Some(_inside) = view.active.enter() {
-                let result = write(view, &view.active)?;
-                let due = view.active.len() >= self.options.merge_threshold(view.base.len());
-                return Ok((result, due));
+                let result = write(view, &view.active);
+                return (result, self.is_due(view));
             }
             std::thread::yield_now();
         }
     }
 
+    /// Whether the active stage of `view` has reached the merge trigger.
+    fn is_due(&self, view: &View) -> bool {
+        view.active.len() >= self.options.merge_threshold(view.base.len())
+    }
+
     /// Unique index: the live tid of `key` in the layers below the active stage.
-    fn unique_below(&self, view: &View, key: &[u8], hash: u64) -> Result<Option<u64>, Error> {
+    fn unique_below(&self, view: &View, key: &[u8], hash: u64) -> Option<u64> {
         for stage in &view.frozen {
-            if let Some(value) = stage.get(key, hash)? {
+            if let Some(value) = stage.get(key, hash) {
                 stage.touch(hash);
-                return Ok((value != TOMBSTONE).then_some(value));
+                return (value != TOMBSTONE).then_some(value);
             }
         }
-        Ok(view.base.get(key))
+        view.base.get(key)
     }
 
     /// Non-unique index: whether `(key, tid)` is present below the active stage.
-    fn pair_below(
-        &self,
-        view: &View,
-        key: &[u8],
-        hash: u64,
-        tree_key: &[u8],
-    ) -> Result<bool, Error> {
+    fn pair_below(&self, view: &View, key: &[u8], tid: u64, hash: u64, tree_key: &[u8]) -> bool {
         for stage in &view.frozen {
-            if let Some(value) = stage.get(tree_key, hash)? {
+            if let Some(value) = stage.get(tree_key, hash) {
                 stage.touch(hash);
-                return Ok(value == LIVE);
+                return value == LIVE;
             }
         }
-        let tid = u64::from_be_bytes(tree_key[tree_key.len() - 8..].try_into().expect("tid"));
-        Ok(view.base.contains_pair(key, tid))
+        view.base.contains_pair(key, tid)
     }
 
-    /// After a write: starts a merge if the write found the active stage at the trigger.
-    fn maybe_merge(self: &Arc<Self>, due: bool) -> Result<(), Error> {
+    /// After a write that found the active stage at the trigger: starts a merge unless one
+    /// is running. Errors of the merge are kept for [`HybridIndex::wait_for_merge`], never
+    /// returned by the write (which has happened).
+    fn maybe_merge(self: &Arc<Self>, due: bool) {
         if !due
             || self
                 .merging
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
         {
-            return Ok(());
+            return;
+        }
+        // The write saw its own view; a merge may have completed since.
+        let still_due = {
+            let guard = epoch::pin();
+            self.is_due(self.view(&guard))
+        };
+        if !still_due {
+            self.merging.store(false, Ordering::Release);
+            return;
         }
         match self.options.mode {
-            MergeMode::Blocking => super::merge::run(self),
+            MergeMode::Blocking => {
+                if let Err(e) = super::merge::run(self) {
+                    lock(&self.merge_error).get_or_insert(e);
+                }
+            }
             MergeMode::Background => {
-                let mut merger = self.merger.lock().expect("merger lock");
+                let mut merger = lock(&self.merger);
                 if let Some(done) = merger.take() {
-                    let _ = done.join();
+                    if done.join().is_err() {
+                        lock(&self.merge_error).get_or_insert(Error::Corrupt(
+                            "a background merge panicked; its dynamic stage stays readable".into(),
+                        ));
+                    }
                 }
                 let shared = Arc::clone(self);
-                *merger = Some(std::thread::spawn(move || {
-                    if let Err(e) = super::merge::run(&shared) {
-                        shared
-                            .merge_error
-                            .lock()
-                            .expect("merge error lock")
-                            .get_or_insert(e);
+                let spawned = std::thread::Builder::new()
+                    .name("elastree-merge".into())
+                    .spawn(move || {
+                        if let Err(e) = super::merge::run(&shared) {
+                            lock(&shared.merge_error).get_or_insert(e);
+                        }
+                    });
+                match spawned {
+                    Ok(handle) => *merger = Some(handle),
+                    Err(e) => {
+                        // No thread, no merge: the next write that finds the trigger tries
+                        // again.
+                        self.merging.store(false, Ordering::Release);
+                        lock(&self.merge_error).get_or_insert(Error::InvalidConfig(format!(
+                            "cannot start a merge thread: {e}"
+                        )));
                     }
-                }));
-                Ok(())
+                }
             }
         }
     }
+
+    /// Non-unique `get_all` over one view: the static stage's tids overridden by the
+    /// dynamic stages' entries, the highest stage deciding each tid.
+    fn pairs_of(&self, view: &View, key: &[u8], hash: u64, out: &mut Vec<u64>) {
+        let mut decided: Vec<(u64, bool)> = Vec::new();
+        let mut entries = Vec::new();
+        for stage in view.dynamics() {
+            entries.clear();
+            stage.pairs_of(key, hash, &mut entries);
+            if entries.is_empty() {
+                continue;
+            }
+            stage.touch(hash);
+            if decided.is_empty() {
+                decided.extend_from_slice(&entries);
+            } else {
+                // Both lists are by ascending tid: merge, keeping the higher stage's entry.
+                decided = merge_by_tid(&decided, &entries);
+            }
+        }
+        let start = out.len();
+        view.base.get_all(key, out);
+        if decided.is_empty() {
+            return;
+        }
+        let from_static = out.split_off(start);
+        let (mut i, mut j) = (0, 0);
+        while i < from_static.len() || j < decided.len() {
+            match (from_static.get(i), decided.get(j)) {
+                (Some(&t), Some(&(d, live))) if t == d => {
+                    if live {
+                        out.push(d);
+                    }
+                    i += 1;
+                    j += 1;
+                }
+                (Some(&t), Some(&(d, _))) if t < d => {
+                    out.push(t);
+                    i += 1;
+                }
+                (Some(&t), None) => {
+                    out.push(t);
+                    i += 1;
+                }
+                (_, Some(&(d, live))) => {
+                    if live {
+                        out.push(d);
+                    }
+                    j += 1;
+                }
+                (None, None) => unreachable!("loop condition"),
+            }
+        }
+    }
+
+    /// The scan over one view, visiting live pairs within the bounds. `after` skips the
+    /// pairs up to and including a position (resuming a blocking-mode scan within a key).
+    #[allow(clippy::too_many_arguments)]
+    fn scan_view(
+        &self,
+        view: &View,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        after: Option<(&[u8], u64)>,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> usize {
+        // Short scans read the dynamic stages in small batches: they hold a tenth of the
+        // entries or less.
+        let first_batch = (limit / 8).clamp(4, 64);
+        let mut streams = Vec::with_capacity(2 + view.frozen.len());
+        for stage in view.dynamics() {
+            if !stage.is_empty() {
+                streams.push(Stream::Dynamic(DynamicStream::new(
+                    stage,
+                    lower,
+                    upper,
+                    direction,
+                    first_batch,
+                )));
+            }
+        }
+        let (start, end) = match direction {
+            Direction::Ascending => (lower, upper),
+            Direction::Descending => (upper, lower),
+        };
+        streams.push(Stream::Static(StaticStream::new(
+            view.base.cursor(start, direction),
+        )));
+        let mut layered = Layered::new(streams, direction, self.unique);
+        let mut visited = 0;
+        while visited < limit {
+            let Some(head) = layered.next_entry() else {
+                break;
+            };
+            let key = head.key.as_slice();
+            let beyond = match (end, direction) {
+                (Bound::Unbounded, _) => false,
+                (Bound::Included(e), Direction::Ascending) => key > e,
+                (Bound::Excluded(e), Direction::Ascending) => key >= e,
+                (Bound::Included(e), Direction::Descending) => key < e,
+                (Bound::Excluded(e), Direction::Descending) => key <= e,
+            };
+            if beyond {
+                break;
+            }
+            if let Some((last_key, last_tid)) = after {
+                let done = key == last_key
+                    && match direction {
+                        Direction::Ascending => head.tid <= last_tid,
+                        Direction::Descending => head.tid >= last_tid,
+                    };
+                if done {
+                    continue;
+                }
+            }
+            if head.live {
+                visit(key, head.tid);
+                visited += 1;
+            }
+        }
+        visited
+    }
+
+    /// A scan in [`MergeMode::Blocking`]: chunks collected under the gate, the visitor
+    /// called outside it, so a visitor that calls the index (or waits for a thread that
+    /// merges) cannot deadlock with a merge, and a long scan does not hold writers back.
+    fn scan_in_chunks(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> usize {
+        let (mut lower, mut upper) = (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec));
+        let mut chunk: Vec<(Vec<u8>, u64)> = Vec::new();
+        let mut after: Option<(Vec<u8>, u64)> = None;
+        let mut visited = 0;
+        while visited < limit {
+            let want = (limit - visited).min(BLOCKING_SCAN_CHUNK);
+            chunk.clear();
+            {
+                let _gate = self.gate();
+                let guard = epoch::pin();
+                let view = self.view(&guard);
+                self.scan_view(
+                    view,
+                    lower.as_ref().map(Vec::as_slice),
+                    upper.as_ref().map(Vec::as_slice),
+                    direction,
+                    want,
+                    after.as_ref().map(|(k, t)| (k.as_slice(), *t)),
+                    &mut |k, t| chunk.push((k.to_vec(), t)),
+                );
+            }
+            for (key, tid) in &chunk {
+                visit(key, *tid);
+            }
+            visited += chunk.len();
+            if chunk.len() < want {
+                break;
+            }
+            // Resume at the last key: after it for a unique index, after its last visited
+            // pair for a non-unique one.
+            let (key, tid) = chunk.pop().expect("a full chunk");
+            let resume = if self.unique {
+                Bound::Excluded(key.clone())
+            } else {
+                Bound::Included(key.clone())
+            };
+            match direction {
+                Direction::Ascending => lower = resume,
+                Direction::Descending => upper = resume,
+            }
+            after = (!self.unique).then_some((key, tid));
+        }
+        visited
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: every critical section of the index leaves its data
+/// consistent, so a panic elsewhere does not make it unusable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Merges two lists of `(tid, live)` by ascending tid; for a tid in both, `high`'s entry.
+fn merge_by_tid(high: &[(u64, bool)], low: &[(u64, bool)]) -> Vec<(u64, bool)> {
+    let mut out = Vec::with_capacity(high.len() + low.len());
+    let (mut i, mut j) = (0, 0);
+    while i < high.len() || j < low.len() {
+        match (high.get(i), low.get(j)) {
+            (Some(&h), Some(&l)) if h.0 == l.0 => {
+                out.push(h);
+                i += 1;
+                j += 1;
+            }
+            (Some(&h), Some(&l)) if h.0 < l.0 => {
+                out.push(h);
+                i += 1;
+            }
+            (Some(&h), None) => {
+                out.push(h);
+                i += 1;
+            }
+            (_, Some(&l)) => {
+                out.push(l);
+                j += 1;
+            }
+            (None, None) => unreachable!("loop condition"),
+        }
+    }
+    out
 }
 
 impl Index for HybridIndex {
@@ -402,50 +655,50 @@ impl Index for HybridIndex {
             let tree_key = s.codec.tree_key(key, tid);
             s.write(|view, active| {
                 if s.unique {
-                    Ok(match active.put(&tree_key, hash, tid)? {
+                    return match active.put(&tree_key, hash, tid) {
                         Some(TOMBSTONE) => None,
                         Some(previous) => Some(previous),
-                        None => s.unique_below(view, key, hash)?,
-                    })
-                } else {
-                    match active.get(&tree_key, hash)? {
-                        Some(LIVE) => return Ok(Some(tid)),
-                        Some(_) if s.pair_below(view, key, hash, &tree_key)? => {
-                            active.take(&tree_key)?;
-                        }
-                        Some(_) => {
-                            active.put(&tree_key, hash, LIVE)?;
-                        }
-                        None if s.pair_below(view, key, hash, &tree_key)? => return Ok(Some(tid)),
-                        None => {
-                            active.put(&tree_key, hash, LIVE)?;
-                        }
-                    }
-                    Ok(None)
+                        None => s.unique_below(view, key, hash),
+                    };
                 }
-            })?
+                let below = || s.pair_below(view, key, tid, hash, &tree_key);
+                match active.get(&tree_key, hash) {
+                    Some(LIVE) => return Some(tid),
+                    Some(_) if below() => {
+                        active.take(&tree_key);
+                    }
+                    Some(_) => {
+                        active.put(&tree_key, hash, LIVE);
+                    }
+                    None if below() => return Some(tid),
+                    None => {
+                        active.put(&tree_key, hash, LIVE);
+                    }
+                }
+                None
+            })
         };
         if result.is_none() {
             s.live.fetch_add(1, Ordering::Relaxed);
         }
-        s.maybe_merge(due)?;
+        s.maybe_merge(due);
         Ok(result)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<u64>, Error> {
         let s = &self.shared;
         s.check_key(key)?;
-        if !s.unique {
-            let mut all = Vec::new();
-            self.get_all(key, &mut all)?;
-            return Ok(all.first().copied());
-        }
         let hash = key_hash(key);
         let _gate = s.gate();
         let guard = epoch::pin();
         let view = s.view(&guard);
+        if !s.unique {
+            let mut all = Vec::new();
+            s.pairs_of(view, key, hash, &mut all);
+            return Ok(all.first().copied());
+        }
         for stage in view.dynamics() {
-            if let Some(value) = stage.get(key, hash)? {
+            if let Some(value) = stage.get(key, hash) {
                 stage.touch(hash);
                 return Ok((value != TOMBSTONE).then_some(value));
             }
@@ -463,36 +716,7 @@ impl Index for HybridIndex {
         let hash = key_hash(key);
         let _gate = s.gate();
         let guard = epoch::pin();
-        let view = s.view(&guard);
-        // Overrides from the dynamic stages, highest first: the first entry of a pair wins.
-        let mut decided: Vec<(u64, bool)> = Vec::new();
-        let mut entries = Vec::new();
-        for stage in view.dynamics() {
-            entries.clear();
-            stage.pairs_of(key, hash, &mut entries)?;
-            if !entries.is_empty() {
-                stage.touch(hash);
-            }
-            for &(tid, live) in &entries {
-                if !decided.iter().any(|&(t, _)| t == tid) {
-                    decided.push((tid, live));
-                }
-            }
-        }
-        let start = out.len();
-        if decided.is_empty() {
-            view.base.get_all(key, out);
-            return Ok(());
-        }
-        let mut from_static = Vec::new();
-        view.base.get_all(key, &mut from_static);
-        out.extend(
-            from_static
-                .into_iter()
-                .filter(|t| !decided.iter().any(|&(d, _)| d == *t)),
-        );
-        out.extend(decided.iter().filter(|&&(_, live)| live).map(|&(t, _)| t));
-        out[start..].sort_unstable();
+        s.pairs_of(s.view(&guard), key, hash, out);
         Ok(())
     }
 
@@ -510,23 +734,23 @@ impl Index for HybridIndex {
             let _gate = s.gate();
             let _stripe = s.stripe(hash);
             s.write(|view, active| {
-                let below = s.unique_below(view, key, hash)?;
+                let below = s.unique_below(view, key, hash);
                 let previous = if below.is_some() {
-                    active.put(key, hash, TOMBSTONE)?
+                    active.put(key, hash, TOMBSTONE)
                 } else {
-                    active.take(key)?
+                    active.take(key)
                 };
-                Ok(match previous {
+                match previous {
                     Some(TOMBSTONE) => None,
                     Some(tid) => Some(tid),
                     None => below,
-                })
-            })?
+                }
+            })
         };
         if removed.is_some() {
             s.live.fetch_sub(1, Ordering::Relaxed);
         }
-        s.maybe_merge(due)?;
+        s.maybe_merge(due);
         Ok(removed)
     }
 
@@ -540,44 +764,45 @@ impl Index for HybridIndex {
             let tree_key = s.codec.tree_key(key, tid);
             s.write(|view, active| {
                 if s.unique {
-                    let current = match active.get(key, hash)? {
+                    let below = s.unique_below(view, key, hash);
+                    let current = match active.get(key, hash) {
                         Some(TOMBSTONE) => None,
                         Some(t) => Some(t),
-                        None => s.unique_below(view, key, hash)?,
+                        None => below,
                     };
                     if current != Some(tid) {
-                        return Ok(false);
+                        return false;
                     }
-                    if s.unique_below(view, key, hash)?.is_some() {
-                        active.put(key, hash, TOMBSTONE)?;
+                    if below.is_some() {
+                        active.put(key, hash, TOMBSTONE);
                     } else {
-                        active.take(key)?;
+                        active.take(key);
                     }
-                    return Ok(true);
+                    return true;
                 }
-                let below = s.pair_below(view, key, hash, &tree_key)?;
-                match active.get(&tree_key, hash)? {
-                    Some(DEAD) => Ok(false),
+                let below = s.pair_below(view, key, tid, hash, &tree_key);
+                match active.get(&tree_key, hash) {
+                    Some(DEAD) => false,
                     Some(_) => {
                         if below {
-                            active.put(&tree_key, hash, DEAD)?;
+                            active.put(&tree_key, hash, DEAD);
                         } else {
-                            active.take(&tree_key)?;
+                            active.take(&tree_key);
                         }
-                        Ok(true)
+                        true
                     }
                     None if below => {
-                        active.put(&tree_key, hash, DEAD)?;
-                        Ok(true)
+                        active.put(&tree_key, hash, DEAD);
+                        true
                     }
-                    None => Ok(false),
+                    None => false,
                 }
-            })?
+            })
         };
         if removed {
             s.live.fetch_sub(1, Ordering::Relaxed);
         }
-        s.maybe_merge(due)?;
+        s.maybe_merge(due);
         Ok(removed)
     }
 
@@ -593,49 +818,12 @@ impl Index for HybridIndex {
         if limit == 0 {
             return Ok(0);
         }
-        let _gate = s.gate();
+        if s.options.mode == MergeMode::Blocking {
+            return Ok(s.scan_in_chunks(lower, upper, direction, limit, visit));
+        }
         let guard = epoch::pin();
         let view = s.view(&guard);
-        let first_batch = limit.min(64);
-        let mut streams = Vec::with_capacity(2 + view.frozen.len());
-        for stage in view.dynamics() {
-            streams.push(Stream::Dynamic(DynamicStream::new(
-                stage,
-                lower,
-                upper,
-                direction,
-                first_batch,
-            )?));
-        }
-        let (start, end) = match direction {
-            Direction::Ascending => (lower, upper),
-            Direction::Descending => (upper, lower),
-        };
-        streams.push(Stream::Static(StaticStream::new(
-            view.base.cursor(start, direction),
-        )));
-        let mut layered = Layered::new(streams, direction, s.unique);
-        let mut visited = 0;
-        while visited < limit {
-            let Some(head) = layered.next_entry()? else {
-                break;
-            };
-            let beyond = match (end, direction) {
-                (Bound::Unbounded, _) => false,
-                (Bound::Included(e), Direction::Ascending) => head.key.as_slice() > e,
-                (Bound::Excluded(e), Direction::Ascending) => head.key.as_slice() >= e,
-                (Bound::Included(e), Direction::Descending) => head.key.as_slice() < e,
-                (Bound::Excluded(e), Direction::Descending) => head.key.as_slice() <= e,
-            };
-            if beyond {
-                break;
-            }
-            if head.live {
-                visit(&head.key, head.tid);
-                visited += 1;
-            }
-        }
-        Ok(visited)
+        Ok(s.scan_view(view, lower, upper, direction, limit, None, visit))
     }
 
     fn len(&self) -> usize {
@@ -650,19 +838,23 @@ impl Index for HybridIndex {
         for stage in view.dynamics() {
             total = total + stage.memory();
         }
+        let records = lock(&s.stats).records.capacity() * std::mem::size_of::<MergeRecord>();
         total.aux += std::mem::size_of::<Shared>()
             + std::mem::size_of::<View>()
-            + std::mem::size_of_val(&*s.stripes);
+            + std::mem::size_of_val(&*s.stripes)
+            + records;
         total
     }
 
     fn check(&self) -> Result<(), Error> {
         let s = &self.shared;
-        let guard = epoch::pin();
-        let view = s.view(&guard);
-        view.base.check()?;
-        for stage in view.dynamics() {
-            stage.check()?;
+        {
+            let guard = epoch::pin();
+            let view = s.view(&guard);
+            view.base.check()?;
+            for stage in view.dynamics() {
+                stage.check()?;
+            }
         }
         // The live count agrees with a full scan, which is strictly ordered.
         let mut count = 0usize;

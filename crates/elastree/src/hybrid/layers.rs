@@ -10,7 +10,7 @@ use std::ops::Bound;
 
 use super::dynamic::{with_key, Codec, Dynamic, LIVE, TOMBSTONE};
 use super::static_stage::StaticCursor;
-use crate::{Direction, Error};
+use crate::Direction;
 
 /// The current entry of a stream.
 #[derive(Debug, Default, Clone)]
@@ -39,13 +39,10 @@ impl Stream<'_> {
         }
     }
 
-    fn advance(&mut self) -> Result<(), Error> {
+    fn advance(&mut self) {
         match self {
             Stream::Dynamic(s) => s.advance(),
-            Stream::Static(s) => {
-                s.advance();
-                Ok(())
-            }
+            Stream::Static(s) => s.advance(),
         }
     }
 }
@@ -113,7 +110,7 @@ impl<'a> DynamicStream<'a> {
         upper: Bound<&[u8]>,
         direction: Direction,
         first_batch: usize,
-    ) -> Result<Self, Error> {
+    ) -> Self {
         let codec = stage.codec();
         let (mut low, mut high) = (Vec::new(), Vec::new());
         let low_shape = codec.bound(lower, true, &mut low);
@@ -135,8 +132,8 @@ impl<'a> DynamicStream<'a> {
             batch: first_batch.clamp(1, MAX_BATCH),
             exhausted: false,
         };
-        stream.refill()?;
-        Ok(stream)
+        stream.refill();
+        stream
     }
 
     fn head(&self) -> Option<&Head> {
@@ -152,12 +149,12 @@ impl<'a> DynamicStream<'a> {
         }
     }
 
-    fn refill(&mut self) -> Result<(), Error> {
+    fn refill(&mut self) {
         self.keys.clear();
         self.entries.clear();
         self.pos = 0;
         if self.exhausted {
-            return Ok(());
+            return;
         }
         let (from, end) = (
             with_key(self.from.1, &self.from.0),
@@ -188,7 +185,7 @@ impl<'a> DynamicStream<'a> {
                 last.clear();
                 last.extend_from_slice(tree_key);
             },
-        )?;
+        );
         if seen < self.batch {
             self.exhausted = true;
         } else {
@@ -196,16 +193,14 @@ impl<'a> DynamicStream<'a> {
             self.batch = (self.batch * 2).min(MAX_BATCH);
         }
         self.load_head();
-        Ok(())
     }
 
-    fn advance(&mut self) -> Result<(), Error> {
+    fn advance(&mut self) {
         self.pos += 1;
         if self.pos >= self.entries.len() {
             self.refill()
         } else {
             self.load_head();
-            Ok(())
         }
     }
 }
@@ -231,7 +226,7 @@ impl<'a> Layered<'a> {
     }
 
     /// The next winning entry (live or dead), or `None` at the end of every stream.
-    pub fn next_entry(&mut self) -> Result<Option<&Head>, Error> {
+    pub fn next_entry(&mut self) -> Option<&Head> {
         // Pick the smallest identity (largest when descending); among equals the highest
         // layer, which comes first.
         let mut best: Option<usize> = None;
@@ -256,7 +251,7 @@ impl<'a> Layered<'a> {
                 best = Some(i);
             }
         }
-        let Some(best) = best else { return Ok(None) };
+        let best = best?;
         let winner = self.streams[best].head().expect("best has a head");
         self.out.key.clear();
         self.out.key.extend_from_slice(&winner.key);
@@ -268,9 +263,9 @@ impl<'a> Layered<'a> {
                 .head()
                 .is_some_and(|h| h.key == self.out.key && (self.unique || h.tid == self.out.tid));
             if same {
-                stream.advance()?;
+                stream.advance();
             }
         }
-        Ok(Some(&self.out))
+        Some(&self.out)
     }
 }

