@@ -9,6 +9,7 @@ use crate::mem::MemoryUsage;
 
 pub use crate::btree::{BTreeIndex, ElasticIndex};
 use crate::elastic::ElasticOptions;
+use crate::hybrid::static_index::StaticIndex;
 use crate::table::KeySource;
 use std::sync::Arc;
 
@@ -80,12 +81,19 @@ pub enum IndexKind {
     /// The B+-tree with every leaf a SeqTree leaf of 128 keys (the paper's "SeqTree128"):
     /// the elastic tree's most compact form. Needs [`IndexBuilder::key_source`].
     SeqTree,
+    /// The static stage of the hybrid index on its own: a compact, read-only B+-tree
+    /// bulk-loaded from sorted pairs ([`IndexBuilder::build_sorted`]); writes are refused.
+    Static,
 }
 
 impl IndexKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: &'static [IndexKind] =
-        &[IndexKind::BTree, IndexKind::Elastic, IndexKind::SeqTree];
+    pub const ALL: &'static [IndexKind] = &[
+        IndexKind::BTree,
+        IndexKind::Elastic,
+        IndexKind::SeqTree,
+        IndexKind::Static,
+    ];
 
     /// The kind's name as the CLI and the benchmark spell it.
     pub fn name(self) -> &'static str {
@@ -93,6 +101,7 @@ impl IndexKind {
             IndexKind::BTree => "btree",
             IndexKind::Elastic => "elastic",
             IndexKind::SeqTree => "seqtree",
+            IndexKind::Static => "static",
         }
     }
 
@@ -326,6 +335,27 @@ impl IndexBuilder {
         match self.kind {
             IndexKind::BTree => Ok(Box::new(BTreeIndex::new(self)?)),
             IndexKind::Elastic | IndexKind::SeqTree => Ok(Box::new(ElasticIndex::new(self)?)),
+            IndexKind::Static => Ok(Box::new(StaticIndex::new(self)?)),
+        }
+    }
+
+    /// Builds the index holding `pairs`, which must be strictly ascending by (key, tid)
+    /// (unique: keys strictly ascending). The `static` kind bulk-loads them
+    /// ([`StaticIndex::from_sorted`]); every other kind is built empty and the pairs
+    /// inserted one by one, stopping at the first error.
+    pub fn build_sorted(
+        &self,
+        pairs: &mut dyn Iterator<Item = (Vec<u8>, u64)>,
+    ) -> Result<Box<dyn Index>, Error> {
+        match self.kind {
+            IndexKind::Static => Ok(Box::new(StaticIndex::from_sorted(self, pairs)?)),
+            _ => {
+                let index = self.build()?;
+                for (key, tid) in pairs {
+                    index.insert(&key, tid)?;
+                }
+                Ok(index)
+            }
         }
     }
 

@@ -536,3 +536,105 @@ fn memory_accounting() {
         }
     }
 }
+
+/// The `static` kind through the `Index` trait agrees with the B+-tree built from the same
+/// sorted pairs, for every scan shape.
+#[test]
+fn static_kind_matches_btree() {
+    use elastree::{Index, IndexBuilder, IndexKind};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = StdRng::seed_from_u64(11);
+    for (keys, unique) in [
+        (Keys::Fixed8, true),
+        (Keys::Variable, false),
+        (Keys::Fixed16, true),
+    ] {
+        let model = random_model(&mut rng, keys, unique, 3000);
+        let builder = |kind| {
+            IndexBuilder::new(kind)
+                .unique(unique)
+                .key_len(keys.key_len())
+        };
+        let stat = builder(IndexKind::Static)
+            .build_sorted(&mut model.iter().cloned())
+            .unwrap();
+        let tree = builder(IndexKind::BTree)
+            .build_sorted(&mut model.iter().cloned())
+            .unwrap();
+        assert_eq!(stat.kind(), IndexKind::Static);
+        assert_eq!(stat.len(), tree.len());
+        stat.check().unwrap();
+        assert!(stat.memory().total() > 0);
+        let space = model.len() as u64 * 3;
+        for _ in 0..300 {
+            let k = keys.key(&mut rng, space);
+            assert_eq!(stat.get(&k).unwrap(), tree.get(&k).unwrap());
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            stat.get_all(&k, &mut a).unwrap();
+            tree.get_all(&k, &mut b).unwrap();
+            assert_eq!(a, b);
+            let (lo, hi) = (
+                keys.bound_key(&mut rng, space),
+                keys.bound_key(&mut rng, space),
+            );
+            let bound = |k: &Vec<u8>, r: u32| match r {
+                0 => Bound::Unbounded,
+                1 => Bound::Included(k.clone()),
+                _ => Bound::Excluded(k.clone()),
+            };
+            let (lo, hi) = (
+                bound(&lo, rng.gen_range(0..3)),
+                bound(&hi, rng.gen_range(0..3)),
+            );
+            for dir in [Direction::Ascending, Direction::Descending] {
+                let limit = rng.gen_range(0..50);
+                let scan = |index: &dyn Index| {
+                    let mut out = Vec::new();
+                    let n = index
+                        .scan(
+                            lo.as_ref().map(|k| &k[..]),
+                            hi.as_ref().map(|k| &k[..]),
+                            dir,
+                            limit,
+                            &mut |k, t| out.push((k.to_vec(), t)),
+                        )
+                        .unwrap();
+                    assert_eq!(n, out.len());
+                    out
+                };
+                assert_eq!(
+                    scan(&*stat),
+                    scan(&*tree),
+                    "{keys:?} {lo:?} {hi:?} {dir:?} {limit}"
+                );
+            }
+        }
+        assert!(matches!(
+            stat.insert(&model.iter().next().unwrap().0, 1),
+            Err(Error::Unsupported { .. })
+        ));
+        assert!(matches!(
+            stat.remove_pair(b"x", 1),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+    let b = IndexBuilder::new(IndexKind::Static).key_len(KeyLen::Fixed(8));
+    assert!(b.build().unwrap().is_empty());
+    assert!(matches!(
+        b.build_sorted(&mut vec![(vec![1; 9], 1)].into_iter()),
+        Err(Error::KeyLenMismatch { .. })
+    ));
+    let b = IndexBuilder::new(IndexKind::Static).max_key_len(4);
+    assert!(matches!(
+        b.build_sorted(&mut vec![(vec![1; 9], 1)].into_iter()),
+        Err(Error::KeyTooLong { .. })
+    ));
+    assert!(matches!(
+        b.build_sorted(&mut vec![(vec![2], 1), (vec![1], 1)].into_iter()),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        b.build().unwrap().get(&[0; 5]),
+        Err(Error::KeyTooLong { .. })
+    ));
+}

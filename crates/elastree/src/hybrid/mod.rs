@@ -2,4 +2,5 @@
 //! dynamic stage that takes every write, in front of a compact, read-optimized static stage
 //! that holds the bulk of the entries, merged periodically.
 
+pub mod static_index;
 pub mod static_stage;
