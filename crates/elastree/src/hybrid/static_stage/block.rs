@@ -194,23 +194,25 @@ pub(crate) fn encode(
 /// methods take the block's bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Block {
-    pub(crate) npairs: usize,
-    pub(crate) nkeys: usize,
-    unique: bool,
-    mode: KeyMode,
-    key_w: u32,
-    prefix: usize,
-    off_w: usize,
-    tid_w: u32,
     tid_base: u64,
-    keys_at: usize,
-    suffix_at: usize,
-    starts_w: u32,
-    starts_at: usize,
-    tids_at: usize,
-    /// One past the last byte of the encoding.
-    pub(crate) end: usize,
+    keys_at: u32,
+    suffix_at: u32,
+    starts_at: u32,
+    tids_at: u32,
+    end: u32,
+    npairs: u16,
+    nkeys: u16,
+    mode: KeyMode,
+    prefix: u16,
+    unique: bool,
+    key_w: u8,
+    off_w: u8,
+    tid_w: u8,
+    starts_w: u8,
 }
+
+// Loaded blocks are moved around on every lookup: keep the header small.
+const _: () = assert!(std::mem::size_of::<Block>() <= 48);
 
 impl Block {
     /// Parses the header of the block encoded at the start of `buf`; `None` if the encoding
@@ -263,7 +265,7 @@ impl Block {
         let (suffix_at, keys_end) = match mode {
             KeyMode::Int(_) => (keys_at, keys_at + bits::packed_len(nkeys, key_w)),
             KeyMode::Fixed(len) => {
-                let slen = len.checked_sub(prefix)?;
+                let slen = (len as usize).checked_sub(prefix)?;
                 (keys_at, keys_at + nkeys * slen)
             }
             KeyMode::Var => {
@@ -280,26 +282,38 @@ impl Block {
         let starts_at = keys_end;
         let tids_at = starts_at + bits::packed_len(if unique { 0 } else { nkeys }, starts_w);
         let end = tids_at + bits::packed_len(npairs, tid_w);
-        if end > buf.len() {
+        if end > buf.len() || end > u32::MAX as usize {
             return None;
         }
         Some(Block {
-            npairs,
-            nkeys,
+            npairs: npairs as u16,
+            nkeys: nkeys as u16,
             unique,
             mode,
-            key_w,
-            prefix,
-            off_w,
-            tid_w,
+            key_w: key_w as u8,
+            prefix: prefix as u16,
+            off_w: off_w as u8,
+            tid_w: tid_w as u8,
             tid_base,
-            keys_at,
-            suffix_at,
-            starts_w,
-            starts_at,
-            tids_at,
-            end,
+            keys_at: keys_at as u32,
+            suffix_at: suffix_at as u32,
+            starts_w: starts_w as u8,
+            starts_at: starts_at as u32,
+            tids_at: tids_at as u32,
+            end: end as u32,
         })
+    }
+
+    /// Pairs in the block.
+    #[inline]
+    pub(crate) fn npairs(&self) -> usize {
+        usize::from(self.npairs)
+    }
+
+    /// One past the last byte of the encoding.
+    #[inline]
+    pub(crate) fn end(&self) -> usize {
+        self.end as usize
     }
 
     /// The first pair of key `j` (`npairs` for `j == nkeys`).
@@ -307,18 +321,22 @@ impl Block {
     pub(crate) fn start(&self, buf: &[u8], j: usize) -> usize {
         if self.unique {
             j
-        } else if j >= self.nkeys {
-            self.npairs
+        } else if j >= usize::from(self.nkeys) {
+            usize::from(self.npairs)
         } else {
-            bits::get(buf, self.starts_at, j, self.starts_w) as usize
+            bits::get(buf, self.starts_at as usize, j, u32::from(self.starts_w)) as usize
         }
     }
 
     /// The tid of pair `p`.
     #[inline]
     pub(crate) fn tid(&self, buf: &[u8], p: usize) -> u64 {
-        self.tid_base
-            .wrapping_add(bits::get(buf, self.tids_at, p, self.tid_w))
+        self.tid_base.wrapping_add(bits::get(
+            buf,
+            self.tids_at as usize,
+            p,
+            u32::from(self.tid_w),
+        ))
     }
 
     /// The key holding pair `p`.
@@ -328,7 +346,7 @@ impl Block {
             return p;
         }
         // Last j with start(j) <= p.
-        let (mut lo, mut hi) = (0, self.nkeys);
+        let (mut lo, mut hi) = (0, usize::from(self.nkeys));
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
             if self.start(buf, mid) <= p {
@@ -344,18 +362,18 @@ impl Block {
     fn suffix<'b>(&self, buf: &'b [u8], j: usize) -> &'b [u8] {
         match self.mode {
             KeyMode::Fixed(len) => {
-                let slen = len - self.prefix;
-                &buf[self.keys_at + j * slen..self.keys_at + (j + 1) * slen]
+                let slen = len as usize - usize::from(self.prefix);
+                &buf[(self.keys_at as usize) + j * slen..(self.keys_at as usize) + (j + 1) * slen]
             }
             KeyMode::Var => {
-                let offs = &buf[self.keys_at..self.suffix_at];
+                let offs = &buf[(self.keys_at as usize)..(self.suffix_at as usize)];
                 let start = if j == 0 {
                     0
                 } else {
-                    read_off(offs, j - 1, self.off_w)
+                    read_off(offs, j - 1, usize::from(self.off_w))
                 };
-                let end = read_off(offs, j, self.off_w);
-                &buf[self.suffix_at + start..self.suffix_at + end]
+                let end = read_off(offs, j, usize::from(self.off_w));
+                &buf[(self.suffix_at as usize) + start..(self.suffix_at as usize) + end]
             }
             KeyMode::Int(_) => &[],
         }
@@ -366,12 +384,17 @@ impl Block {
     pub(crate) fn write_key(&self, buf: &[u8], fence: FenceKey<'_>, j: usize, out: &mut Vec<u8>) {
         match (self.mode, fence) {
             (KeyMode::Int(len), FenceKey::Int(base)) => put_int(
-                base.wrapping_add(bits::get(buf, self.keys_at, j, self.key_w)),
-                len,
+                base.wrapping_add(bits::get(
+                    buf,
+                    self.keys_at as usize,
+                    j,
+                    u32::from(self.key_w),
+                )),
+                len as usize,
                 out,
             ),
             (_, FenceKey::Bytes(f)) => {
-                out.extend_from_slice(&f[..self.prefix]);
+                out.extend_from_slice(&f[..usize::from(self.prefix)]);
                 out.extend_from_slice(self.suffix(buf, j));
             }
             _ => unreachable!("fence of another representation"),
@@ -394,11 +417,11 @@ impl Block {
                 }
                 let d = q - base;
                 self.seek_keys(buf, target, |j| {
-                    bits::get(buf, self.keys_at, j, self.key_w).cmp(&d)
+                    bits::get(buf, self.keys_at as usize, j, u32::from(self.key_w)).cmp(&d)
                 })
             }
             (FenceKey::Bytes(f), Probe::Bytes(q)) => {
-                let pre = &f[..self.prefix];
+                let pre = &f[..usize::from(self.prefix)];
                 let ord = if q.len() >= pre.len() {
                     pre.cmp(&q[..pre.len()])
                 } else {
@@ -407,7 +430,7 @@ impl Block {
                 };
                 match ord {
                     Ordering::Greater => (0, false),
-                    Ordering::Less => (self.npairs, false),
+                    Ordering::Less => (usize::from(self.npairs), false),
                     Ordering::Equal => {
                         let rest = &q[pre.len()..];
                         self.seek_keys(buf, target, |j| self.suffix(buf, j).cmp(rest))
@@ -426,7 +449,7 @@ impl Block {
         target: &Target<'_>,
         cmp: impl Fn(usize) -> Ordering,
     ) -> (usize, bool) {
-        let (mut lo, mut hi) = (0, self.nkeys);
+        let (mut lo, mut hi) = (0, usize::from(self.nkeys));
         while lo < hi {
             let mid = (lo + hi) / 2;
             let ord = cmp(mid);
@@ -437,7 +460,7 @@ impl Block {
             }
         }
         let j = lo;
-        if target.after_key || j == self.nkeys || cmp(j) != Ordering::Equal {
+        if target.after_key || j == usize::from(self.nkeys) || cmp(j) != Ordering::Equal {
             return (self.start(buf, j), false);
         }
         // Key j is the target key: the first of its tids >= target.tid.
@@ -464,7 +487,7 @@ impl Block {
         out: &mut Pairs,
     ) {
         let mut key = Vec::new();
-        for j in 0..self.nkeys {
+        for j in 0..usize::from(self.nkeys) {
             key.clear();
             self.write_key(buf, fence, j, &mut key);
             let (s, e) = (self.start(buf, j), self.start(buf, j + 1));
@@ -509,7 +532,7 @@ mod tests {
             _ => FenceKey::Bytes(&first),
         };
         let block = Block::parse(&buf, mode, unique, first.len()).expect("parses");
-        assert_eq!(block.end, buf.len());
+        assert_eq!(block.end(), buf.len());
         let mut out = Pairs::default();
         block.decode_into(&buf, fence, false, &mut out);
         assert_eq!(out.tids, input.tids);

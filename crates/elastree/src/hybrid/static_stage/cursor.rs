@@ -97,7 +97,7 @@ impl StaticStage {
         let Some(pos) = self.seek(&target) else {
             return cursor;
         };
-        let npairs = pos.loaded.block.npairs;
+        let npairs = pos.loaded.block.npairs();
         if ascending {
             if pos.pair < npairs {
                 cursor.place(pos.seg, pos.block, pos.pair, pos.loaded);
@@ -128,7 +128,7 @@ impl<'a> StaticCursor<'a> {
     fn enter(&mut self, seg: usize, block: usize, first: bool) {
         match self.stage.load(seg, block) {
             Some(loaded) => {
-                let pair = if first { 0 } else { loaded.block.npairs - 1 };
+                let pair = if first { 0 } else { loaded.block.npairs() - 1 };
                 self.place(seg, block, pair, loaded);
             }
             None => self.current = None,
@@ -143,7 +143,7 @@ impl<'a> StaticCursor<'a> {
         key.clear();
         l.block.write_key(&l.bytes, l.fence, self.key, key);
         let tid = l.block.tid(&l.bytes, self.pair);
-        let npairs = l.block.npairs;
+        let npairs = l.block.npairs();
         match self.direction {
             Direction::Ascending => {
                 let next_key_start = l.block.start(&l.bytes, self.key + 1);

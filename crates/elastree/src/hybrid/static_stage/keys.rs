@@ -14,9 +14,9 @@ use crate::KeyLen;
 pub(crate) enum KeyMode {
     /// Fixed-length keys of 1 to 8 bytes, held as big-endian integers (zero-extended), so
     /// integer order is byte order.
-    Int(usize),
+    Int(u32),
     /// Fixed-length keys of more than 8 bytes, held as bytes.
-    Fixed(usize),
+    Fixed(u32),
     /// Variable-length keys, held as bytes.
     Var,
 }
@@ -24,8 +24,9 @@ pub(crate) enum KeyMode {
 impl KeyMode {
     pub(crate) fn new(key_len: KeyLen) -> Self {
         match key_len {
-            KeyLen::Fixed(n) if (1..=8).contains(&n) => KeyMode::Int(n),
-            KeyLen::Fixed(n) => KeyMode::Fixed(n),
+            KeyLen::Fixed(n) if (1..=8).contains(&n) => KeyMode::Int(n as u32),
+            // Longer than any key an index accepts (MAX_KEY_LEN_LIMIT) if it saturates.
+            KeyLen::Fixed(n) => KeyMode::Fixed(u32::try_from(n).unwrap_or(u32::MAX)),
             KeyLen::Variable => KeyMode::Var,
         }
     }
@@ -33,7 +34,7 @@ impl KeyMode {
     /// The fixed key length, if any.
     pub(crate) fn fixed_len(self) -> Option<usize> {
         match self {
-            KeyMode::Int(n) | KeyMode::Fixed(n) => Some(n),
+            KeyMode::Int(n) | KeyMode::Fixed(n) => Some(n as usize),
             KeyMode::Var => None,
         }
     }
@@ -79,18 +80,6 @@ pub(crate) struct Target<'k> {
     pub(crate) key: Probe<'k>,
     pub(crate) tid: u64,
     pub(crate) after_key: bool,
-}
-
-impl Target<'_> {
-    /// Whether a pair whose key compares `ord` to the target key, with `tid`, is before it.
-    #[inline]
-    pub(crate) fn before(&self, ord: Ordering, tid: u64) -> bool {
-        match ord {
-            Ordering::Less => true,
-            Ordering::Greater => false,
-            Ordering::Equal => self.after_key || tid < self.tid,
-        }
-    }
 }
 
 /// One key of a fence array.
@@ -244,7 +233,7 @@ impl FenceBuilder {
         match self.mode {
             KeyMode::Int(_) => Fences::Int(std::mem::take(&mut self.ints).into_boxed_slice()),
             KeyMode::Fixed(len) => Fences::Fixed {
-                len,
+                len: len as usize,
                 bytes: std::mem::take(&mut self.bytes).into_boxed_slice(),
             },
             KeyMode::Var => Fences::Var {

@@ -248,5 +248,6 @@ pub(crate) fn parse_block(
         FenceKey::Int(_) => 0,
     };
     // The stored bytes hold exactly one encoding.
-    Block::parse(buf, config.mode, config.unique, fence_len).filter(|block| block.end == buf.len())
+    Block::parse(buf, config.mode, config.unique, fence_len)
+        .filter(|block| block.end() == buf.len())
 }
