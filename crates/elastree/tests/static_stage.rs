@@ -812,3 +812,30 @@ fn perf_report() {
         }
     }
 }
+
+/// Readers on many threads share a compressed stage's small block cache (constant
+/// eviction) and still see the stage's content.
+#[test]
+fn concurrent_readers_share_the_cache() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = StdRng::seed_from_u64(21);
+    let model = random_model(&mut rng, Keys::Variable, true, 20_000);
+    let mut opts = StaticOptions::new(true, KeyLen::Variable);
+    opts.compression = Compression::Lz4;
+    opts.cache_blocks = 8;
+    let stage = build(&opts, &model);
+    let pairs: Vec<_> = model.iter().cloned().collect();
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let (stage, pairs) = (&stage, &pairs);
+            scope.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(t);
+                for _ in 0..20_000 {
+                    let (k, tid) = &pairs[rng.gen_range(0..pairs.len())];
+                    assert_eq!(stage.get(k), Some(*tid));
+                }
+            });
+        }
+    });
+    stage.check().unwrap();
+}

@@ -75,6 +75,13 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// Reads a LEB128 value at `*at`, advancing it; `None` if truncated or longer than 64 bits.
 #[inline]
 pub(crate) fn get_varint(buf: &[u8], at: &mut usize) -> Option<u64> {
+    // Fast path: tid bases below 128 take one byte.
+    if let Some(&b) = buf.get(*at) {
+        if b < 0x80 {
+            *at += 1;
+            return Some(u64::from(b));
+        }
+    }
     let mut v = 0u64;
     let mut shift = 0u32;
     loop {

@@ -162,6 +162,12 @@ pub struct StaticStage {
     cache: Option<BlockCache>,
 }
 
+// Readers run from many threads: the stage must stay shareable.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<StaticStage>();
+};
+
 /// A block's encoding: in place in its segment, or decoded in the cache.
 pub(crate) enum BlockBytes<'a> {
     Borrowed(&'a [u8]),
@@ -516,10 +522,13 @@ fn prefetch(bytes: &[u8]) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         const LINE: usize = 64;
-        for offset in (0..bytes.len()).step_by(LINE).take(16) {
+        let end = bytes.len().min(16 * LINE);
+        let mut offset = 0;
+        while offset < end {
             // SAFETY: a prefetch is only a hint: it never faults and has no effect on the
             // program's state; the address is inside `bytes` anyway.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().add(offset).cast()) };
+            offset += LINE;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

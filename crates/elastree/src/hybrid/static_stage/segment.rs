@@ -243,9 +243,12 @@ pub(crate) fn parse_block(
     b: usize,
     buf: &[u8],
 ) -> Option<Block> {
-    let fence_len = match segment.fence(b) {
-        FenceKey::Bytes(f) => f.len(),
-        FenceKey::Int(_) => 0,
+    let fence_len = match config.mode {
+        KeyMode::Int(_) => 0,
+        _ => match segment.fence(b) {
+            FenceKey::Bytes(f) => f.len(),
+            FenceKey::Int(_) => 0,
+        },
     };
     // The stored bytes hold exactly one encoding.
     Block::parse(buf, config.mode, config.unique, fence_len)
