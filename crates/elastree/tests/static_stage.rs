@@ -452,6 +452,11 @@ fn bad_input_is_a_typed_error() {
         &mut vec![(b"short".to_vec(), 1)].into_iter(),
     );
     assert!(matches!(r, Err(Error::InvalidConfig(_))));
+    // Block headers hold prefix lengths in 16 bits: longer keys than any index accepts are
+    // refused, not truncated.
+    let huge = vec![(vec![b'x'; elastree::MAX_KEY_LEN_LIMIT + 1], 1)];
+    let r = StaticStage::build(StaticOptions::new(true, KeyLen::Variable), &mut huge.into_iter());
+    assert!(matches!(r, Err(Error::InvalidConfig(_))));
     // Merges check their updates too.
     let stage = StaticStage::build(
         StaticOptions::new(true, KeyLen::Variable),
@@ -687,7 +692,8 @@ fn lookups_index(index: &dyn elastree::Index, probes: &[Vec<u8>]) -> u64 {
 
 /// Figures for the report: `cargo test --release --test static_stage perf -- --ignored
 /// --nocapture` (ELASTREE_PERF_N sets the key count, default 1M; ELASTREE_PERF_ONLY=static
-/// or btree runs only that lookup loop, for callgrind).
+/// or btree runs only that lookup loop on the 8-byte key sets, for callgrind;
+/// ELASTREE_PERF_BLOCK sets the block size).
 #[test]
 #[ignore]
 fn perf_report() {
@@ -723,7 +729,7 @@ fn perf_report() {
         }),
     ];
     for (name, keys) in &sets {
-        if !only.is_empty() && *name != "random u64" {
+        if !only.is_empty() && *name != "random u64" && *name != "sequential u64" {
             continue;
         }
         let key_len = if keys[0].len() == 8 && *name != "email" {
@@ -738,6 +744,12 @@ fn perf_report() {
             }
             let mut opts = StaticOptions::new(true, key_len);
             opts.compression = compression;
+            if let Some(b) = std::env::var("ELASTREE_PERF_BLOCK")
+                .ok()
+                .and_then(|s| s.parse().ok())
+            {
+                opts.block_entries = b;
+            }
             let t = Instant::now();
             let stage =
                 StaticStage::build(opts, &mut keys.iter().cloned().zip(tids.iter().copied()))

@@ -4,7 +4,19 @@
 use std::sync::Arc;
 
 use super::segment::{Config, Segment, SegmentWriter};
-use crate::Error;
+use crate::{Error, MAX_KEY_LEN_LIMIT};
+
+/// Refuses keys longer than any index accepts ([`MAX_KEY_LEN_LIMIT`]): block headers
+/// store prefix lengths in 16 bits.
+pub(crate) fn check_key_len(key: &[u8]) -> Result<(), Error> {
+    if key.len() > MAX_KEY_LEN_LIMIT {
+        return Err(Error::InvalidConfig(format!(
+            "static stage input: key of {} bytes exceeds {MAX_KEY_LEN_LIMIT} bytes",
+            key.len()
+        )));
+    }
+    Ok(())
+}
 
 /// Builds the segments of a stage from pairs in (key, tid) order.
 #[derive(Debug)]
@@ -30,6 +42,7 @@ impl StageBuilder {
     /// Appends a pair after checking its key length and that it follows the previous pair.
     pub(crate) fn push_checked(&mut self, key: &[u8], tid: u64) -> Result<(), Error> {
         let config = self.writer.config;
+        check_key_len(key)?;
         if let Some(n) = config.mode.fixed_len() {
             if key.len() != n {
                 return Err(Error::InvalidConfig(format!(

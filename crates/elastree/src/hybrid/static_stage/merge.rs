@@ -41,6 +41,7 @@ impl Updates<'_> {
     }
 
     fn validate(&self, (key, tid, _): &Update) -> Result<(), Error> {
+        super::build::check_key_len(key)?;
         if let Some(n) = self.config.mode.fixed_len() {
             if key.len() != n {
                 return Err(Error::InvalidConfig(format!(
