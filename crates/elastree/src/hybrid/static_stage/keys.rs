@@ -145,38 +145,35 @@ impl Fences {
         }
     }
 
-    /// The number of leading keys `i` with `before(key i vs probe, i)`, which must be a
-    /// prefix property (true then false), found by binary search.
+    /// The number of leading fences before the probe: fences less than it, and fences equal
+    /// to it when `equal_tids` is `None` (a unique stage, or a search for the next key) or,
+    /// given `Some((tids, tid))`, when `tids[i] < tid`. Binary search.
     #[inline]
     pub(crate) fn count_before(
         &self,
         probe: Probe<'_>,
-        before: impl Fn(Ordering, usize) -> bool,
+        equal_tids: Option<(&[u64], u64)>,
     ) -> usize {
-        let (mut lo, mut hi) = (0usize, self.len());
-        match (self, probe) {
-            (Fences::Int(v), Probe::Int(p)) => {
-                while lo < hi {
-                    let mid = (lo + hi) / 2;
-                    if before(v[mid].cmp(&p), mid) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-            }
+        match (self, probe, equal_tids) {
+            (Fences::Int(v), Probe::Int(p), None) => v.partition_point(|&x| x <= p),
             _ => {
+                let (mut lo, mut hi) = (0usize, self.len());
                 while lo < hi {
                     let mid = (lo + hi) / 2;
-                    if before(self.key(mid).cmp_probe(probe), mid) {
+                    let before = match self.key(mid).cmp_probe(probe) {
+                        Ordering::Less => true,
+                        Ordering::Greater => false,
+                        Ordering::Equal => equal_tids.is_none_or(|(tids, tid)| tids[mid] < tid),
+                    };
+                    if before {
                         lo = mid + 1;
                     } else {
                         hi = mid;
                     }
                 }
+                lo
             }
         }
-        lo
     }
 
     /// Heap bytes held.

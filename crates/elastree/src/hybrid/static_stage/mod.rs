@@ -315,23 +315,12 @@ impl StaticStage {
         })
     }
 
-    /// Whether a fence (first pair of a child) with key order `ord` against the target and
-    /// tid `tid()` lies before the target. A unique stage has one pair per key, so a fence
-    /// equal to the target key starts the child that holds it.
+    /// How fences equal to the target key count in [`Fences::count_before`]: all before it
+    /// in a unique stage (one pair per key, so such a fence starts the child holding the
+    /// key) or for a search for the next key; otherwise by their tids.
     #[inline]
-    fn fence_before(
-        &self,
-        target: &Target<'_>,
-        ord: std::cmp::Ordering,
-        tid: impl FnOnce() -> u64,
-    ) -> bool {
-        match ord {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => {
-                self.config.unique || target.after_key || tid() < target.tid
-            }
-        }
+    fn equal_tids<'t>(&self, target: &Target<'_>, tids: &'t [u64]) -> Option<(&'t [u64], u64)> {
+        (!self.config.unique && !target.after_key).then_some((tids, target.tid))
     }
 
     /// The first pair not before `target`; `None` for an empty stage or a malformed block.
@@ -341,16 +330,12 @@ impl StaticStage {
         }
         let s = self
             .directory
-            .count_before(target.key, |ord, i| {
-                self.fence_before(target, ord, || self.directory_tids[i])
-            })
+            .count_before(target.key, self.equal_tids(target, &self.directory_tids))
             .saturating_sub(1);
         let segment = &self.segments[s];
         let b = segment
             .fences
-            .count_before(target.key, |ord, i| {
-                self.fence_before(target, ord, || segment.fence_tid(i))
-            })
+            .count_before(target.key, self.equal_tids(target, &segment.fence_tids))
             .saturating_sub(1);
         let loaded = self.load(s, b)?;
         let (pair, mut matched) = loaded.block.seek(&loaded.bytes, loaded.fence, target);
