@@ -155,7 +155,18 @@ impl Fences {
         equal_tids: Option<(&[u64], u64)>,
     ) -> usize {
         match (self, probe, equal_tids) {
-            (Fences::Int(v), Probe::Int(p), None) => v.partition_point(|&x| x <= p),
+            (Fences::Int(v), Probe::Int(p), None) => {
+                let (mut lo, mut hi) = (0usize, v.len());
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if v[mid] <= p {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
             _ => {
                 let (mut lo, mut hi) = (0usize, self.len());
                 while lo < hi {
