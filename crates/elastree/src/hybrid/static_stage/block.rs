@@ -33,7 +33,7 @@
 use std::cmp::Ordering;
 
 use super::bits;
-use super::keys::{put_int, to_int, FenceKey, KeyMode, Probe, Target};
+use super::keys::{cmp_bytes, put_int, to_int, FenceKey, KeyMode, Probe, Target};
 
 /// Pairs in (key, tid) order with each distinct key held once: the input of block encoding
 /// and the output of block decoding.
@@ -360,7 +360,7 @@ impl Block {
         lo
     }
 
-    #[inline]
+    #[inline(always)]
     fn suffix<'b>(&self, buf: &'b [u8], j: usize) -> &'b [u8] {
         match self.mode {
             KeyMode::Fixed(len) => {
@@ -435,7 +435,7 @@ impl Block {
                     Ordering::Less => (usize::from(self.npairs), false),
                     Ordering::Equal => {
                         let rest = &q[pre.len()..];
-                        self.seek_keys(buf, target, |j| self.suffix(buf, j).cmp(rest))
+                        self.seek_keys(buf, target, |j| cmp_bytes(self.suffix(buf, j), rest))
                     }
                 }
             }
@@ -500,7 +500,7 @@ impl Block {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn read_off(offs: &[u8], j: usize, w: usize) -> usize {
     if w == 2 {
         u16::from_le_bytes([offs[2 * j], offs[2 * j + 1]]) as usize
