@@ -294,7 +294,7 @@ impl StaticStage {
     }
 
     /// Block `b` of segment `s`, ready to read; `None` if it is malformed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn load(&self, s: usize, b: usize) -> Option<Loaded<'_>> {
         let segment = &self.segments[s];
         let bytes = match segment.stored(self.config.compression, b)? {
@@ -326,6 +326,7 @@ impl StaticStage {
     }
 
     /// The first pair not before `target`; `None` for an empty stage or a malformed block.
+    #[inline(always)]
     pub(crate) fn seek(&self, target: &Target<'_>) -> Option<Pos<'_>> {
         if self.segments.is_empty() {
             return None;
