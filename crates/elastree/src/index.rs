@@ -9,6 +9,7 @@ use crate::mem::MemoryUsage;
 
 pub use crate::btree::{BTreeIndex, ElasticIndex};
 use crate::elastic::ElasticOptions;
+use crate::hybrid::static_index::StaticIndex;
 pub use crate::hybrid::HybridIndex;
 use crate::hybrid::HybridOptions;
 use crate::table::KeySource;
@@ -89,6 +90,9 @@ pub enum IndexKind {
     /// The hybrid index with LZ4-compressed static leaf blocks behind a CLOCK cache of
     /// decompressed ones.
     HybridCompressed,
+    /// The static stage of the hybrid index on its own: a compact, read-only B+-tree
+    /// bulk-loaded from sorted pairs ([`IndexBuilder::build_sorted`]); writes are refused.
+    Static,
 }
 
 impl IndexKind {
@@ -99,6 +103,7 @@ impl IndexKind {
         IndexKind::SeqTree,
         IndexKind::Hybrid,
         IndexKind::HybridCompressed,
+        IndexKind::Static,
     ];
 
     /// The kind's name as the CLI and the benchmark spell it.
@@ -109,7 +114,14 @@ impl IndexKind {
             IndexKind::SeqTree => "seqtree",
             IndexKind::Hybrid => "hybrid",
             IndexKind::HybridCompressed => "hybrid-compressed",
+            IndexKind::Static => "static",
         }
+    }
+
+    /// Whether the kind takes writes: every kind but `static`, which is bulk-loaded by
+    /// [`IndexBuilder::build_sorted`] and refuses inserts and removes.
+    pub fn is_writable(self) -> bool {
+        self != IndexKind::Static
     }
 
     /// Whether the kind loads keys from the table ([`IndexBuilder::key_source`]) instead of
@@ -366,6 +378,27 @@ impl IndexBuilder {
             IndexKind::Elastic | IndexKind::SeqTree => Ok(Box::new(ElasticIndex::new(self)?)),
             IndexKind::Hybrid | IndexKind::HybridCompressed => {
                 Ok(Box::new(HybridIndex::new(self)?))
+            }
+            IndexKind::Static => Ok(Box::new(StaticIndex::new(self)?)),
+        }
+    }
+
+    /// Builds the index holding `pairs`, which must be strictly ascending by (key, tid)
+    /// (unique: keys strictly ascending). The `static` kind bulk-loads them
+    /// ([`StaticIndex::from_sorted`]); every other kind is built empty and the pairs
+    /// inserted one by one, stopping at the first error.
+    pub fn build_sorted(
+        &self,
+        pairs: &mut dyn Iterator<Item = (Vec<u8>, u64)>,
+    ) -> Result<Box<dyn Index>, Error> {
+        match self.kind {
+            IndexKind::Static => Ok(Box::new(StaticIndex::from_sorted(self, pairs)?)),
+            _ => {
+                let index = self.build()?;
+                for (key, tid) in pairs {
+                    index.insert(&key, tid)?;
+                }
+                Ok(index)
             }
         }
     }

@@ -39,6 +39,7 @@ pub mod dynamic;
 mod index;
 pub mod layers;
 mod merge;
+pub mod static_index;
 pub mod static_stage;
 
 pub use index::{HybridIndex, HybridStats, MergeRecord};
