@@ -1315,10 +1315,12 @@ pub(super) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
         for unique in [true, false] {
             let per_key = if unique { 1 } else { TIDS_PER_KEY };
             let d = (n / per_key).max(2);
-            eprintln!(
-                "{name}: {kind} {}: generating {d} keys and the YCSB streams",
-                uniqueness(unique)
-            );
+            progress.suspend(|| {
+                eprintln!(
+                    "{name}: {kind} {}: generating {d} keys and the YCSB streams",
+                    uniqueness(unique)
+                );
+            });
             let keys = kind.generate(d, ctx.seed);
             let plan = LoadPlan {
                 loaded: loaded_keys(d),

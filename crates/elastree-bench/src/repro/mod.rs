@@ -154,6 +154,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 btree loaded by inserts vs the static stage built from the sorted keys, plain \
                 and LZ4-compressed; uniform and Zipfian lookups and bytes per key on rand64, \
                 mono64 and email, one thread",
+        // Runtime at 10M keys, estimated from 0.1M and 1M runs and the README's btree rates at
+        // 10M (the five hybrid experiments together: about 15 minutes on 2 shared cores if
+        // the hybrid kinds run at the issue's targets, about 21 if at half of them): about 2
+        // minutes (three btree loads and static builds, 54 passes of 1M lookups).
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_static,
@@ -163,6 +167,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         about: "the hybrid-index paper's Figure 6: insert-only loads into hybrid (ratio 10, \
                 background merges) on rand64, mono64 and email; every merge's time vs the \
                 static stage's size, time per static entry, one thread",
+        // Nine hybrid loads (three key sets, three repetitions): about 2 minutes at 10M keys.
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_merge,
@@ -173,6 +178,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 unique and non-unique (10 tids per key), on rand64, mono64 and email: \
                 insert-only, read-only (YCSB C), read/write (YCSB A), scan/insert (YCSB E) \
                 and bytes per pair, one thread",
+        // 18 loads (each index once per key set and uniqueness; the non-unique email loads
+        // are the longest), three repetitions of 0.5M-operation passes: about 6-9 minutes at
+        // 10M keys.
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_ycsb,
@@ -182,6 +190,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         about: "the hybrid-index paper's Figure 11: merge ratios 1 to 100 on rand64: \
                 insert-only throughput, then read-only throughput with the dynamic stage \
                 half full, next to btree, one thread",
+        // Eight loads, one per ratio (ratio 100 rewrites the static stage about 100 times:
+        // ~1G entries merged), three repetitions of 1M reads: about 1.5-2.5 minutes at 10M.
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_ratio,
@@ -191,6 +201,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         about: "merge tail latency (past the hybrid-index paper's Table 3): hybrid on rand64 \
                 with blocking vs background merges, the latency of every operation of a \
                 Zipfian read / insert stream spanning several merges, one thread",
+        // Nine loads (three modes, three repetitions) and streams of 7M timed operations:
+        // about 2.5 minutes at 10M keys.
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_latency,
