@@ -187,9 +187,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "hybrid-ratio",
-        about: "the hybrid-index paper's Figure 11: merge ratios 1 to 100 on rand64: \
-                insert-only throughput, then read-only throughput with the dynamic stage \
-                half full, next to btree, one thread",
+        about: "the hybrid-index paper's Figure 11: merge ratios 1 to 100 on rand64 with \
+                blocking merges: insert-only throughput, then read-only throughput with the \
+                dynamic stage half full, next to btree, one thread",
         // Eight loads, one per ratio (ratio 100 rewrites the static stage about 100 times:
         // ~1G entries merged), three repetitions of 1M reads: about 1.5-2.5 minutes at 10M.
         base_n: hybrid::BASE_N,
@@ -200,7 +200,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "hybrid-latency",
         about: "merge tail latency (past the hybrid-index paper's Table 3): hybrid on rand64 \
                 with blocking vs background merges, the latency of every operation of a \
-                Zipfian read / insert stream spanning several merges, one thread",
+                Zipfian read / insert stream spanning several merges, on one thread and on a \
+                reader and a writer thread",
         // Nine loads (three modes, three repetitions) and streams of 7M timed operations:
         // about 2.5 minutes at 10M keys.
         base_n: hybrid::BASE_N,
