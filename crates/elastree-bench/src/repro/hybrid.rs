@@ -788,16 +788,17 @@ pub(super) fn run_static(ctx: &ExperimentContext<'_>) -> Result<Report, String> 
         "{n} keys per key set; medians of {} repetitions of {ops} lookups each (Mops/s), in \
          parentheses the ratio to `btree`; memory in bytes per key by the structure's own \
          accounting (alloc: the counting allocator). `btree` is loaded by inserts, `static` \
-         and `static-lz4` are built from the sorted keys.\n\n\
-         | keys | structure | lookup | lookup-zipf | own B/key | alloc B/key |\n\
-         |---|---|---|---|---|---|\n",
+         and `static-lz4` are built from the sorted keys; `built`: million keys per second \
+         of that load or build (one run).\n\n\
+         | keys | structure | lookup | lookup-zipf | own B/key | alloc B/key | built |\n\
+         |---|---|---|---|---|---|---|\n",
         ctx.repeat
     );
     for &keys in KEYSETS {
         for &label in STATIC_LABELS {
             let _ = writeln!(
                 summary,
-                "| {keys} | `{label}` | {} | {} | {} | {} |",
+                "| {keys} | `{label}` | {} | {} | {} | {} | {} |",
                 with_ratio(cell(label, keys, LOOKUP), cell("btree", keys, LOOKUP), 2),
                 with_ratio(
                     cell(label, keys, LOOKUP_ZIPF),
@@ -806,6 +807,10 @@ pub(super) fn run_static(ctx: &ExperimentContext<'_>) -> Result<Report, String> 
                 ),
                 with_ratio(cell(label, keys, OWN), cell("btree", keys, OWN), 1),
                 fmt_opt(cell(label, keys, ALLOC), 1),
+                fmt_opt(
+                    cell(label, keys, "build").or(cell(label, keys, INSERT_ONLY)),
+                    2
+                ),
             );
         }
     }
