@@ -301,6 +301,21 @@ impl FromStr for IndexSpec {
     }
 }
 
+/// The workloads a read-only, bulk-loaded index runs (the load is its bulk load); any other
+/// is refused with `why`.
+fn reads_only(workload: Workload, why: &str) -> Result<(), String> {
+    match workload {
+        Workload::Delete => Err(why.to_string()),
+        Workload::Ycsb(y) if !y.read_only() => Err(why.to_string()),
+        Workload::Load
+        | Workload::Lookup
+        | Workload::LookupZipf
+        | Workload::Scan
+        | Workload::ScanDesc
+        | Workload::Ycsb(_) => Ok(()),
+    }
+}
+
 /// Whether an index built for keys of `built` width can hold key set `keys`.
 fn width_check(name: &str, built: KeyWidth, keys: KeySetKind) -> Result<(), String> {
     if keys.width() == built {
@@ -324,6 +339,8 @@ pub struct Elastree {
     index: Box<dyn Index>,
     kind: IndexKind,
     width: KeyWidth,
+    /// The options the index was built with (the `static` kind is rebuilt by its bulk load).
+    builder: IndexBuilder,
 }
 
 impl Elastree {
@@ -370,7 +387,12 @@ impl Elastree {
         let index = builder
             .build()
             .map_err(|e| format!("building elastree {kind}: {e}"))?;
-        Ok(Self { index, kind, width })
+        Ok(Self {
+            index,
+            kind,
+            width,
+            builder,
+        })
     }
 
     #[inline]
@@ -416,6 +438,32 @@ impl BenchIndex for Elastree {
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
         width_check(self.name(), self.width, keys)
+    }
+
+    fn supports_workload(&self, workload: Workload) -> Result<(), String> {
+        if self.kind.is_writable() {
+            return Ok(());
+        }
+        reads_only(
+            workload,
+            "the static index is read-only (bulk-loaded from sorted keys)",
+        )
+    }
+
+    fn loads_in_bulk(&self) -> bool {
+        !self.kind.is_writable()
+    }
+
+    fn bulk_load(&mut self, keys: &KeySet) -> Result<(), String> {
+        let mut pairs = keys.sorted_order().into_iter().map(|i| {
+            let key = Self::with_bytes(keys.key(i as usize), <[u8]>::to_vec);
+            (key, u64::from(i))
+        });
+        self.index = self
+            .builder
+            .build_sorted(&mut pairs)
+            .map_err(|e| format!("bulk-loading elastree {}: {e}", self.kind))?;
+        Ok(())
     }
 
     #[inline]
@@ -1310,17 +1358,10 @@ impl BenchIndex for SortedArray {
     }
 
     fn supports_workload(&self, workload: Workload) -> Result<(), String> {
-        let read_only = || Err("sorted array is read-only (built by one bulk sort)".to_string());
-        match workload {
-            Workload::Delete => read_only(),
-            Workload::Ycsb(y) if !y.read_only() => read_only(),
-            Workload::Load
-            | Workload::Lookup
-            | Workload::LookupZipf
-            | Workload::Scan
-            | Workload::ScanDesc
-            | Workload::Ycsb(_) => Ok(()),
-        }
+        reads_only(
+            workload,
+            "sorted array is read-only (built by one bulk sort)",
+        )
     }
 
     fn loads_in_bulk(&self) -> bool {
