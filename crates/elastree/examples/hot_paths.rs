@@ -45,7 +45,15 @@ fn main() {
     for (tid, key) in keys.iter().enumerate() {
         index.insert(key, tid as u64).expect("insert");
     }
+    // Let a hybrid index's background merge finish, as a steady state would.
+    index.quiesce().expect("background work");
     let load = mops(start, keys.len());
+    if let Some(stats) = index.hybrid_stats() {
+        eprintln!(
+            "hybrid after the load: {} merges, static {} pairs, dynamic {} entries",
+            stats.merges, stats.static_len, stats.dynamic_len
+        );
+    }
     // Look up in another order than the load's, so lookups do not follow the load's path.
     let probes: Vec<&[u8; 8]> = keys
         .iter()

@@ -10,7 +10,7 @@ use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 
 use super::bloom::key_hash;
 use super::dynamic::{Codec, Dynamic, DEAD, LIVE, TOMBSTONE};
-use super::layers::{DynamicStream, Layered, StaticStream, Stream};
+use super::layers::{DynamicStream, Layered, Merged, PairMerge, StaticStream, Stream};
 use super::static_stage::{StaticOptions, StaticStage};
 use super::{HybridOptions, MergeMode, MergeStrategy};
 use crate::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen, MemoryUsage};
@@ -477,35 +477,41 @@ impl Shared {
         after: Option<(&[u8], u64)>,
         visit: &mut dyn FnMut(&[u8], u64),
     ) -> usize {
-        // Short scans read the dynamic stages in small batches: they hold a tenth of the
-        // entries or less.
-        let first_batch = (limit / 8).clamp(4, 64);
-        let mut streams = Vec::with_capacity(2 + view.frozen.len());
-        for stage in view.dynamics() {
-            if !stage.is_empty() {
-                streams.push(Stream::Dynamic(DynamicStream::new(
-                    stage,
-                    lower,
-                    upper,
-                    direction,
-                    first_batch,
-                )));
-            }
-        }
+        // A dynamic stage's first batch: about as many entries as its share of the index
+        // predicts the scan needs from it, so short scans copy little.
+        let total = (view.base.len() + view.dynamics_len()).max(1) as f64;
+        let mut dynamics: Vec<DynamicStream<'_>> = view
+            .dynamics()
+            .filter(|stage| !stage.is_empty())
+            .map(|stage| {
+                let expected = limit as f64 * stage.len() as f64 / total;
+                let first_batch = ((1.5 * expected) as usize).saturating_add(2);
+                DynamicStream::new(stage, lower, upper, direction, first_batch)
+            })
+            .collect();
         let (start, end) = match direction {
             Direction::Ascending => (lower, upper),
             Direction::Descending => (upper, lower),
         };
-        streams.push(Stream::Static(StaticStream::new(
-            view.base.cursor(start, direction),
-        )));
-        let mut layered = Layered::new(streams, direction, self.unique);
+        let cursor = view.base.cursor(start, direction);
+        let mut layered = if dynamics.len() <= 1 {
+            Merged::Pair(PairMerge::new(
+                dynamics.pop(),
+                cursor,
+                direction,
+                self.unique,
+            ))
+        } else {
+            let mut streams: Vec<Stream<'_>> = dynamics.into_iter().map(Stream::Dynamic).collect();
+            streams.push(Stream::Static(StaticStream::new(cursor)));
+            Merged::Layers(Layered::new(streams, direction, self.unique))
+        };
         let mut visited = 0;
         while visited < limit {
             let Some(head) = layered.next_entry() else {
                 break;
             };
-            let key = head.key.as_slice();
+            let key = head.key;
             let beyond = match (end, direction) {
                 (Bound::Unbounded, _) => false,
                 (Bound::Included(e), Direction::Ascending) => key > e,

@@ -12,9 +12,20 @@ use super::dynamic::{with_key, Codec, Dynamic, LIVE, TOMBSTONE};
 use super::static_stage::StaticCursor;
 use crate::Direction;
 
-/// The current entry of a stream.
+/// An entry of a stream, borrowed from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'s> {
+    /// The user key.
+    pub key: &'s [u8],
+    /// The tid.
+    pub tid: u64,
+    /// `false` for a tombstone (unique) or a deleted pair (non-unique).
+    pub live: bool,
+}
+
+/// The current entry of the static stream, owned.
 #[derive(Debug, Default, Clone)]
-pub struct Head {
+struct Head {
     /// The user key.
     pub key: Vec<u8>,
     /// The tid.
@@ -32,10 +43,15 @@ pub enum Stream<'a> {
 }
 
 impl Stream<'_> {
-    fn head(&self) -> Option<&Head> {
+    #[inline]
+    fn head(&self) -> Option<Entry<'_>> {
         match self {
             Stream::Dynamic(s) => s.head(),
-            Stream::Static(s) => s.head.as_ref(),
+            Stream::Static(s) => s.head.as_ref().map(|h| Entry {
+                key: &h.key,
+                tid: h.tid,
+                live: h.live,
+            }),
         }
     }
 
@@ -94,7 +110,6 @@ pub struct DynamicStream<'a> {
     keys: Vec<u8>,
     entries: Vec<(usize, usize, u64, bool)>,
     pos: usize,
-    head: Head,
     batch: usize,
     exhausted: bool,
 }
@@ -128,7 +143,6 @@ impl<'a> DynamicStream<'a> {
             keys: Vec::new(),
             entries: Vec::new(),
             pos: 0,
-            head: Head::default(),
             batch: first_batch.clamp(1, MAX_BATCH),
             exhausted: false,
         };
@@ -136,17 +150,14 @@ impl<'a> DynamicStream<'a> {
         stream
     }
 
-    fn head(&self) -> Option<&Head> {
-        (self.pos < self.entries.len()).then_some(&self.head)
-    }
-
-    fn load_head(&mut self) {
-        if let Some(&(start, end, tid, live)) = self.entries.get(self.pos) {
-            self.head.key.clear();
-            self.head.key.extend_from_slice(&self.keys[start..end]);
-            self.head.tid = tid;
-            self.head.live = live;
-        }
+    #[inline]
+    fn head(&self) -> Option<Entry<'_>> {
+        let &(start, end, tid, live) = self.entries.get(self.pos)?;
+        Some(Entry {
+            key: &self.keys[start..end],
+            tid,
+            live,
+        })
     }
 
     fn refill(&mut self) {
@@ -166,7 +177,8 @@ impl<'a> DynamicStream<'a> {
         };
         let codec = self.codec;
         let (keys, entries) = (&mut self.keys, &mut self.entries);
-        let mut last = Vec::new();
+        entries.reserve(self.batch);
+        keys.reserve(self.batch * 16);
         let seen = self.stage.scan_tree(
             lower,
             upper,
@@ -182,25 +194,25 @@ impl<'a> DynamicStream<'a> {
                     _ => (codec.decode_pair(tree_key, keys), value == LIVE),
                 };
                 entries.push((start, keys.len(), tid, live));
-                last.clear();
-                last.extend_from_slice(tree_key);
             },
         );
         if seen < self.batch {
             self.exhausted = true;
         } else {
+            // The next batch starts after the last tree key seen.
+            let &(start, end, tid, _) = self.entries.last().expect("a full batch");
+            let mut last = std::mem::take(&mut self.from.0);
+            codec.encode(&self.keys[start..end], tid, &mut last);
             self.from = (last, Bound::Excluded(()));
             self.batch = (self.batch * 2).min(MAX_BATCH);
         }
-        self.load_head();
     }
 
+    #[inline]
     fn advance(&mut self) {
         self.pos += 1;
         if self.pos >= self.entries.len() {
             self.refill()
-        } else {
-            self.load_head();
         }
     }
 }
@@ -211,61 +223,181 @@ pub struct Layered<'a> {
     direction: Direction,
     /// Whether entries are identified by key alone (unique) or by (key, tid).
     unique: bool,
-    out: Head,
+    /// Streams positioned on the entry last returned (bit i: stream i), advanced at the
+    /// next call so the returned entry can borrow from its stream.
+    pending: u64,
 }
 
 impl<'a> Layered<'a> {
-    /// Merges `streams`, highest layer first.
+    /// Merges `streams`, highest layer first (at most 64).
     pub fn new(streams: Vec<Stream<'a>>, direction: Direction, unique: bool) -> Self {
+        assert!(streams.len() <= 64, "at most 64 layers");
         Self {
             streams,
             direction,
             unique,
-            out: Head::default(),
+            pending: 0,
         }
     }
 
     /// The next winning entry (live or dead), or `None` at the end of every stream.
-    pub fn next_entry(&mut self) -> Option<&Head> {
+    pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        while self.pending != 0 {
+            let i = self.pending.trailing_zeros() as usize;
+            self.pending &= self.pending - 1;
+            self.streams[i].advance();
+        }
         // Pick the smallest identity (largest when descending); among equals the highest
-        // layer, which comes first.
-        let mut best: Option<usize> = None;
+        // layer, which comes first. Remember every stream on the winning identity.
+        let mut best: Option<(usize, Entry<'_>)> = None;
+        let mut same = 0u64;
         for (i, stream) in self.streams.iter().enumerate() {
             let Some(head) = stream.head() else { continue };
-            let better = match best {
-                None => true,
-                Some(b) => {
-                    let current = self.streams[b].head().expect("best has a head");
-                    let order = if self.unique {
-                        head.key.cmp(&current.key)
-                    } else {
-                        (&head.key, head.tid).cmp(&(&current.key, current.tid))
-                    };
-                    match self.direction {
-                        Direction::Ascending => order.is_lt(),
-                        Direction::Descending => order.is_gt(),
+            let Some((_, current)) = best else {
+                best = Some((i, head));
+                same = 1 << i;
+                continue;
+            };
+            let order = if self.unique {
+                head.key.cmp(current.key)
+            } else {
+                (head.key, head.tid).cmp(&(current.key, current.tid))
+            };
+            let order = match self.direction {
+                Direction::Ascending => order,
+                Direction::Descending => order.reverse(),
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    best = Some((i, head));
+                    same = 1 << i;
+                }
+                std::cmp::Ordering::Equal => same |= 1 << i,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        let (_, winner) = best?;
+        self.pending = same;
+        Some(winner)
+    }
+}
+
+/// The common case of [`Layered`] without its generality: at most one dynamic stage over
+/// the static stage, merged with two comparisons and no per-stream dispatch.
+pub struct PairMerge<'a> {
+    dynamic: Option<DynamicStream<'a>>,
+    cursor: StaticCursor<'a>,
+    /// The static stage's current pair (`tid` is `None` at its end).
+    key: Vec<u8>,
+    tid: Option<u64>,
+    direction: Direction,
+    unique: bool,
+    /// Which side the entry last returned came from (bit 0: dynamic, bit 1: static),
+    /// advanced at the next call.
+    pending: u8,
+}
+
+impl<'a> PairMerge<'a> {
+    /// Merges `dynamic` (if any) over the static stage's `cursor`.
+    pub fn new(
+        dynamic: Option<DynamicStream<'a>>,
+        mut cursor: StaticCursor<'a>,
+        direction: Direction,
+        unique: bool,
+    ) -> Self {
+        let mut key = Vec::with_capacity(32);
+        let tid = cursor.next(&mut key);
+        Self {
+            dynamic,
+            cursor,
+            key,
+            tid,
+            direction,
+            unique,
+            pending: 0,
+        }
+    }
+
+    /// The next winning entry (live or dead), or `None` at the end of both.
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        if self.pending & 1 != 0 {
+            if let Some(d) = self.dynamic.as_mut() {
+                d.advance();
+            }
+        }
+        if self.pending & 2 != 0 {
+            self.tid = self.cursor.next(&mut self.key);
+        }
+        let dynamic = self.dynamic.as_ref().and_then(DynamicStream::head);
+        match (self.tid, dynamic) {
+            (None, None) => {
+                self.pending = 0;
+                None
+            }
+            (Some(tid), None) => {
+                self.pending = 2;
+                Some(Entry {
+                    key: &self.key,
+                    tid,
+                    live: true,
+                })
+            }
+            (None, Some(d)) => {
+                self.pending = 1;
+                Some(d)
+            }
+            (Some(tid), Some(d)) => {
+                let order = if self.unique {
+                    self.key.as_slice().cmp(d.key)
+                } else {
+                    (self.key.as_slice(), tid).cmp(&(d.key, d.tid))
+                };
+                let order = match self.direction {
+                    Direction::Ascending => order,
+                    Direction::Descending => order.reverse(),
+                };
+                match order {
+                    std::cmp::Ordering::Less => {
+                        self.pending = 2;
+                        Some(Entry {
+                            key: &self.key,
+                            tid,
+                            live: true,
+                        })
+                    }
+                    // The dynamic stage is the higher layer: its entry wins, both move on.
+                    std::cmp::Ordering::Equal => {
+                        self.pending = 3;
+                        Some(d)
+                    }
+                    std::cmp::Ordering::Greater => {
+                        self.pending = 1;
+                        Some(d)
                     }
                 }
-            };
-            if better {
-                best = Some(i);
             }
         }
-        let best = best?;
-        let winner = self.streams[best].head().expect("best has a head");
-        self.out.key.clear();
-        self.out.key.extend_from_slice(&winner.key);
-        self.out.tid = winner.tid;
-        self.out.live = winner.live;
-        // Advance every stream positioned on the same identity.
-        for stream in &mut self.streams {
-            let same = stream
-                .head()
-                .is_some_and(|h| h.key == self.out.key && (self.unique || h.tid == self.out.tid));
-            if same {
-                stream.advance();
-            }
+    }
+}
+
+/// The merged layers of a scan: the two-layer fast path or the general merge.
+// One lives on the stack per scan; boxing the larger variant would allocate per scan.
+#[allow(clippy::large_enum_variant)]
+pub enum Merged<'a> {
+    /// At most one dynamic stage.
+    Pair(PairMerge<'a>),
+    /// Any number of layers.
+    Layers(Layered<'a>),
+}
+
+impl Merged<'_> {
+    /// The next winning entry (live or dead).
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        match self {
+            Merged::Pair(m) => m.next_entry(),
+            Merged::Layers(m) => m.next_entry(),
         }
-        Some(&self.out)
     }
 }

@@ -179,12 +179,12 @@ impl Iterator for Updates<'_> {
             let head = self.layered.next_entry()?;
             if !head.live {
                 self.merged += 1;
-                return Some((head.key.clone(), head.tid, Change::Delete));
+                return Some((head.key.to_vec(), head.tid, Change::Delete));
             }
             if let Some(carry) = self.carry {
-                let hash = key_hash(&head.key);
+                let hash = key_hash(head.key);
                 if self.frozen.iter().any(|stage| stage.was_touched(hash)) {
-                    self.codec.encode(&head.key, head.tid, &mut self.tree_key);
+                    self.codec.encode(head.key, head.tid, &mut self.tree_key);
                     let value = if self.codec == Codec::Unique {
                         head.tid
                     } else {
@@ -196,7 +196,7 @@ impl Iterator for Updates<'_> {
                 }
             }
             self.merged += 1;
-            return Some((head.key.clone(), head.tid, Change::Put));
+            return Some((head.key.to_vec(), head.tid, Change::Put));
         }
     }
 }
