@@ -60,6 +60,11 @@ pub struct ShellArgs {
     /// The index to run the commands against.
     #[command(flatten)]
     pub index: IndexArgs,
+
+    /// Load the index with the pairs in this file first, one `KEY TID` per line (keys as in
+    /// `put`): how a `static` index gets its contents, bulk-loaded; other kinds insert them.
+    #[arg(long, value_name = "FILE")]
+    pub load: Option<std::path::PathBuf>,
 }
 
 /// The options that choose and configure an index; shared by every subcommand that builds
@@ -150,12 +155,29 @@ impl IndexArgs {
 
     /// Builds the index of a shell session: kinds with indirect keys get `table` as their
     /// key source.
-    pub fn build_for_shell(&self, table: &Arc<ShellTable>) -> Result<Box<dyn Index>, ExitCode> {
+    /// `pairs` (sorted, from `--load`) are loaded first.
+    pub fn build_for_shell(
+        &self,
+        table: &Arc<ShellTable>,
+        pairs: Option<Vec<(Vec<u8>, u64)>>,
+    ) -> Result<Box<dyn Index>, ExitCode> {
         let mut builder = self.builder();
         if self.index.needs_key_source() {
             builder = builder.key_source(table.clone() as Arc<dyn KeySource>);
         }
-        self.build_with(builder)
+        let Some(pairs) = pairs else {
+            return self.build_with(builder);
+        };
+        if self.index.needs_key_source() {
+            if let Err(msg) = table.preload(&pairs) {
+                eprintln!("elastree: cannot load the {} index: {msg}", self.index);
+                return Err(ExitCode::from(EXIT_BAD_CONFIG));
+            }
+        }
+        builder.build_sorted(&mut pairs.into_iter()).map_err(|err| {
+            eprintln!("elastree: cannot load the {} index: {err}", self.index);
+            ExitCode::from(EXIT_BAD_CONFIG)
+        })
     }
 
     fn build_with(&self, builder: IndexBuilder) -> Result<Box<dyn Index>, ExitCode> {
@@ -210,7 +232,22 @@ fn shell_quote(arg: &str) -> String {
 /// `elastree shell`: the line protocol of [`crate::shell`] on stdin and stdout.
 fn shell(args: &ShellArgs) -> ExitCode {
     let table = Arc::new(ShellTable::default());
-    let index = match args.index.build_for_shell(&table) {
+    let pairs = match &args.load {
+        None => None,
+        Some(path) => {
+            let parsed = std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| crate::shell::parse_pairs(&text, !args.index.non_unique));
+            match parsed {
+                Ok(pairs) => Some(pairs),
+                Err(msg) => {
+                    eprintln!("elastree: cannot load {}: {msg}", path.display());
+                    return ExitCode::from(EXIT_BAD_CONFIG);
+                }
+            }
+        }
+    };
+    let index = match args.index.build_for_shell(&table, pairs) {
         Ok(index) => index,
         Err(code) => return code,
     };

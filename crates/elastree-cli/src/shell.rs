@@ -88,6 +88,17 @@ impl ShellTable {
         }
     }
 
+    /// Records the tuples of pairs loaded before the session (`--load`); refuses a tid
+    /// given two keys.
+    pub fn preload(&self, pairs: &[(Vec<u8>, u64)]) -> Result<(), String> {
+        for (key, tid) in pairs {
+            if let Err(CommandError::Conflict(msg)) = self.claim(*tid, key) {
+                return Err(msg);
+            }
+        }
+        Ok(())
+    }
+
     /// Forgets tuple `tid` (its pair left the index).
     fn release(&self, tid: u64) {
         self.keys
@@ -391,6 +402,39 @@ pub fn parse_key(token: &str) -> Result<Vec<u8>, ParseError> {
     } else {
         Ok(token.as_bytes().to_vec())
     }
+}
+
+/// Parses the pairs of a `--load` file: one `KEY TID` per line (keys as in `put`; blank
+/// lines and lines starting with `#` skipped), returned sorted by (key, tid) without
+/// repeats. A unique index takes one tid per key. Errors name the line.
+pub fn parse_pairs(text: &str, unique: bool) -> Result<Vec<(Vec<u8>, u64)>, String> {
+    let mut pairs = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = |e: &dyn fmt::Display| format!("line {}: {e}", number + 1);
+        let mut tokens = line.split_whitespace();
+        let (Some(key), Some(tid), None) = (tokens.next(), tokens.next(), tokens.next()) else {
+            return Err(at(&"expected KEY TID"));
+        };
+        let key = parse_key(key).map_err(|e| at(&e))?;
+        let tid = parse_tid(tid).map_err(|e| at(&e))?;
+        pairs.push((key, tid, number + 1));
+    }
+    pairs.sort_unstable();
+    pairs.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    if unique {
+        if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!(
+                "lines {} and {}: a unique index maps a key to one tid",
+                w[0].2.min(w[1].2),
+                w[0].2.max(w[1].2)
+            ));
+        }
+    }
+    Ok(pairs.into_iter().map(|(k, t, _)| (k, t)).collect())
 }
 
 fn parse_tid(token: &str) -> Result<u64, ParseError> {

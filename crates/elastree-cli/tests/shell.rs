@@ -888,3 +888,60 @@ fn replies_arrive_line_by_line_over_pipes() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// Writes `text` to a fresh file for `--load` and returns its path.
+fn load_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("elastree-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_static_index_is_loaded_from_a_file_and_refuses_writes() {
+    let path = load_file("static.txt", "# fruit\npear 3\napple 1\n\nbanana 2\n");
+    let path = path.to_str().unwrap();
+    let out = shell(
+        &["--index", "static", "--load", path],
+        b"get apple\nscan b 5\nput cherry 4\ndel apple\nlen\ncheck\n",
+    );
+    let got: Vec<&str> = out.lines().collect();
+    // Scans print hex keys: banana, pear.
+    assert_eq!(
+        &got[..4],
+        ["1", "62616e616e61 2", "70656172 3", "END"],
+        "{out}"
+    );
+    assert!(
+        got[4].starts_with("ERR") && got[4].contains("read-only"),
+        "{out}"
+    );
+    assert!(
+        got[5].starts_with("ERR") && got[5].contains("read-only"),
+        "{out}"
+    );
+    assert_eq!(&got[6..], ["3", "OK"], "{out}");
+    // Other kinds insert the loaded pairs; non-unique files may repeat keys.
+    let path = load_file("pairs.txt", "k 2\nk 1\nj 5\n");
+    let path = path.to_str().unwrap();
+    for kind in ["btree", "hybrid", "static", "seqtree"] {
+        let out = shell(
+            &["--index", kind, "--non-unique", "--load", path],
+            b"get k\nlen\n",
+        );
+        assert_eq!(out, lines(&["1 2", "3"]), "{kind}");
+    }
+}
+
+#[test]
+fn a_bad_load_file_exits_2_naming_the_line() {
+    let path = load_file("bad.txt", "a 1\nb x\n");
+    let output = run(&["shell", "--load", path.to_str().unwrap()], b"len\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("line 2"), "{stderr}");
+    let path = load_file("dup.txt", "a 1\na 2\n");
+    let output = run(&["shell", "--load", path.to_str().unwrap()], b"len\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("lines 1 and 2"), "{stderr}");
+}
