@@ -19,13 +19,13 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace)"
 cargo test --workspace
 
-step "loom model checks of the OLC version lock"
+step "loom model checks of the OLC version lock and the writer gate"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p elastree --release --test loom_olc
 
-step "valgrind memcheck of the tree, its nodes and epochs (small scale)"
+step "valgrind memcheck of the trees, the hybrid index, their nodes and epochs (small scale)"
 ELASTREE_TEST_SCALE=0.05 \
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite" \
-  cargo test -p elastree --lib --test model --test stress --test tree_shape --test memory_accounting
+  cargo test -p elastree --lib --test model --test stress --test tree_shape --test memory_accounting --test hybrid
 
 step "all tests passed"
