@@ -142,13 +142,15 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
             &guard,
         );
     }
+    let duration = started.elapsed();
+    release_here(frozen);
     let record = MergeRecord {
         static_before,
         static_after,
         merged,
         carried,
         started: started.duration_since(s.created),
-        duration: started.elapsed(),
+        duration,
     };
     let mut stats = s.stats.lock().unwrap_or_else(|e| e.into_inner());
     stats.merges += 1;
@@ -158,6 +160,19 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
     }
     stats.records.push(record);
     Ok(())
+}
+
+/// Drops the merged stages on the merge thread. The views that still hold them are freed
+/// by the epoch collector on whichever thread collects next, which could be a reader or a
+/// writer, and freeing a stage of a million entries takes milliseconds: so wait (briefly)
+/// until this thread holds the last handles, and free them here.
+fn release_here(frozen: Vec<Arc<Dynamic>>) {
+    let deadline = Instant::now() + std::time::Duration::from_millis(200);
+    while frozen.iter().any(|stage| Arc::strong_count(stage) > 1) && Instant::now() < deadline {
+        epoch::pin().flush();
+        std::thread::yield_now();
+    }
+    drop(frozen);
 }
 
 /// The frozen stages' entries as the static stage's merge input.

@@ -92,6 +92,12 @@ pub fn frequent_merges() -> HybridOptions {
     }
 }
 
+/// The fewest merges a hybrid test run of full size must have made, scaled like the run
+/// itself (`ELASTREE_TEST_SCALE`), at least 1.
+pub fn min_merges(full: u64) -> u64 {
+    scaled(full).max(1)
+}
+
 /// The elastic budget of tiny-node tests: small enough that the model tests' few hundred
 /// keys push the tree into shrinking, and draining it brings it back to expanding.
 pub const TINY_BUDGET: usize = 8 * 1024;
