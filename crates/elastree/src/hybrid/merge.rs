@@ -143,7 +143,6 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
         );
     }
     let duration = started.elapsed();
-    release_here(frozen);
     let record = MergeRecord {
         static_before,
         static_after,
@@ -160,19 +159,6 @@ pub(super) fn run(s: &Shared) -> Result<(), Error> {
     }
     stats.records.push(record);
     Ok(())
-}
-
-/// Drops the merged stages on the merge thread. The views that still hold them are freed
-/// by the epoch collector on whichever thread collects next, which could be a reader or a
-/// writer, and freeing a stage of a million entries takes milliseconds: so wait (briefly)
-/// until this thread holds the last handles, and free them here.
-fn release_here(frozen: Vec<Arc<Dynamic>>) {
-    let deadline = Instant::now() + std::time::Duration::from_millis(200);
-    while frozen.iter().any(|stage| Arc::strong_count(stage) > 1) && Instant::now() < deadline {
-        epoch::pin().flush();
-        std::thread::yield_now();
-    }
-    drop(frozen);
 }
 
 /// The frozen stages' entries as the static stage's merge input.
