@@ -155,6 +155,25 @@ impl FromStr for IndexKind {
     }
 }
 
+/// Checks a key against an index's limits: [`Error::KeyTooLong`] over `max` bytes,
+/// [`Error::KeyLenMismatch`] for a fixed-length index and a key of another length. Every
+/// kind runs it before an operation touches anything.
+pub(crate) fn check_key(key: &[u8], max: usize, key_len: KeyLen) -> Result<(), Error> {
+    if key.len() > max {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max,
+        });
+    }
+    match key_len {
+        KeyLen::Fixed(expected) if key.len() != expected => Err(Error::KeyLenMismatch {
+            len: key.len(),
+            expected,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Whether every key of an index has one length. Fixed 8- and 16-byte keys get node layouts
 /// that store and compare keys as integers; other lengths use variable-length nodes and
 /// reject keys of another length.

@@ -1,53 +1,20 @@
 //! The index's own memory accounting against a counting global allocator: after loads and
 //! after deletes, `memory().total()` must be within 5% of the bytes actually allocated.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use elastree::table::KeySource;
 use elastree::{Index, IndexBuilder, IndexKind, KeyLen};
 
-struct Counting;
+mod counting;
 
-static ALLOCATED: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged and only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        ALLOCATED.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATED.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting::{allocated, assert_close};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 /// Tests in this file measure a process-wide counter: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn allocated() -> isize {
-    ALLOCATED.load(Ordering::Relaxed)
-}
 
 /// Lets the epoch collector free retired nodes: flushes until a whole round frees nothing
 /// (garbage of exited threads drains from a global queue a few bags per collection).
@@ -65,19 +32,6 @@ fn settle() {
         }
         last = now;
     }
-}
-
-fn assert_close(what: &str, reported: usize, measured: isize) {
-    let measured = measured as f64;
-    let error = (reported as f64 - measured).abs() / measured;
-    eprintln!(
-        "{what}: reported {reported} B, allocator {measured} B, error {:.3}%",
-        error * 100.0
-    );
-    assert!(
-        error <= 0.05,
-        "{what}: reported {reported} B but the allocator counted {measured} B"
-    );
 }
 
 /// Checks `kind` built by `options` on `n` keys made by `key`; tid `i` is key `i`, and the

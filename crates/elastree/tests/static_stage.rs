@@ -3,10 +3,8 @@
 //! multi-block paths run constantly; every query kind; repeated random merges with their
 //! published intermediates; memory accounting against a counting allocator; bad input.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
 use elastree::hybrid::static_stage::{Change, Compression, StaticOptions, StaticStage};
@@ -14,39 +12,12 @@ use elastree::{Direction, Error, KeyLen};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-struct Counting;
+mod counting;
 
-static ALLOCATED: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged and only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        ALLOCATED.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATED.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting::{allocated, assert_close};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 /// The memory test measures a process-wide counter: every test takes this lock.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -485,22 +456,6 @@ fn bad_input_is_a_typed_error() {
     ));
 }
 
-fn allocated() -> isize {
-    ALLOCATED.load(Ordering::Relaxed)
-}
-
-fn assert_close(what: &str, reported: usize, measured: isize) {
-    let error = (reported as f64 - measured as f64).abs() / measured as f64;
-    eprintln!(
-        "{what}: reported {reported} B, allocator {measured} B, error {:.3}%",
-        error * 100.0
-    );
-    assert!(
-        error <= 0.05,
-        "{what}: reported {reported} B but the allocator counted {measured} B"
-    );
-}
-
 #[test]
 fn memory_accounting() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -650,189 +605,6 @@ fn static_kind_matches_btree() {
         b.build().unwrap().get(&[0; 5]),
         Err(Error::KeyTooLong { .. })
     ));
-}
-
-/// Email-like keys of about 30 bytes: `first.last1234@domain`.
-fn email(rng: &mut StdRng) -> Vec<u8> {
-    const SYL: [&str; 16] = [
-        "an", "be", "chi", "do", "el", "fra", "gu", "hal", "in", "jo", "ka", "li", "mar", "no",
-        "pe", "ro",
-    ];
-    const DOMAINS: [&str; 8] = [
-        "gmail.com",
-        "yahoo.com",
-        "hotmail.com",
-        "outlook.com",
-        "example.org",
-        "mail.ru",
-        "web.de",
-        "cs.cmu.edu",
-    ];
-    let mut s = String::new();
-    for _ in 0..rng.gen_range(2..4) {
-        s.push_str(SYL[rng.gen_range(0..16)]);
-    }
-    s.push('.');
-    for _ in 0..rng.gen_range(2..5) {
-        s.push_str(SYL[rng.gen_range(0..16)]);
-    }
-    s.push_str(&rng.gen_range(0..10_000).to_string());
-    s.push('@');
-    s.push_str(DOMAINS[rng.gen_range(0..8)]);
-    s.into_bytes()
-}
-
-#[inline(never)]
-fn lookups_static(stage: &StaticStage, probes: &[Vec<u8>]) -> u64 {
-    probes
-        .iter()
-        .map(|k| stage.get(k).unwrap_or(0))
-        .fold(0, u64::wrapping_add)
-}
-
-#[inline(never)]
-fn lookups_index(index: &dyn elastree::Index, probes: &[Vec<u8>]) -> u64 {
-    probes
-        .iter()
-        .map(|k| index.get(k).unwrap().unwrap_or(0))
-        .fold(0, u64::wrapping_add)
-}
-
-/// Figures for the report: `cargo test --release --test static_stage perf -- --ignored
-/// --nocapture` (ELASTREE_PERF_N sets the key count, default 1M; ELASTREE_PERF_ONLY=static
-/// or btree runs only that lookup loop, for callgrind; ELASTREE_PERF_SET=random, sequential
-/// or email picks one key set; ELASTREE_PERF_BLOCK sets the block size).
-#[test]
-#[ignore]
-fn perf_report() {
-    use elastree::{IndexBuilder, IndexKind};
-    use rand::seq::SliceRandom;
-    use std::time::Instant;
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let n: usize = std::env::var("ELASTREE_PERF_N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
-    let only = std::env::var("ELASTREE_PERF_ONLY").unwrap_or_default();
-    let mut rng = StdRng::seed_from_u64(1);
-    let mut tids: Vec<u64> = (0..n as u64).collect();
-    tids.shuffle(&mut rng);
-    let mut random: Vec<u64> = (0..n).map(|_| rng.gen()).collect();
-    random.sort_unstable();
-    random.dedup();
-    let sets: Vec<(&str, Vec<Vec<u8>>)> = vec![
-        (
-            "random u64",
-            random.iter().map(|k| k.to_be_bytes().to_vec()).collect(),
-        ),
-        (
-            "sequential u64",
-            (0..n as u64).map(|k| k.to_be_bytes().to_vec()).collect(),
-        ),
-        ("email", {
-            let mut e: Vec<Vec<u8>> = (0..n).map(|_| email(&mut rng)).collect();
-            e.sort_unstable();
-            e.dedup();
-            e
-        }),
-    ];
-    for (name, keys) in &sets {
-        let set = std::env::var("ELASTREE_PERF_SET").unwrap_or_default();
-        if !set.is_empty() && !name.contains(set.as_str()) {
-            continue;
-        }
-        let key_len = if keys[0].len() == 8 && *name != "email" {
-            KeyLen::Fixed(8)
-        } else {
-            KeyLen::Variable
-        };
-        let avg: f64 = keys.iter().map(|k| k.len()).sum::<usize>() as f64 / keys.len() as f64;
-        for compression in [Compression::None, Compression::Lz4] {
-            if !only.is_empty() && compression == Compression::Lz4 {
-                continue;
-            }
-            let mut opts = StaticOptions::new(true, key_len);
-            opts.compression = compression;
-            if let Some(b) = std::env::var("ELASTREE_PERF_BLOCK")
-                .ok()
-                .and_then(|s| s.parse().ok())
-            {
-                opts.block_entries = b;
-            }
-            let t = Instant::now();
-            let stage =
-                StaticStage::build(opts, &mut keys.iter().cloned().zip(tids.iter().copied()))
-                    .unwrap();
-            let build = t.elapsed();
-            let m = stage.memory();
-            println!(
-                "{name} (avg {avg:.1} B) {compression:?}: {} keys, {:.2} B/key (inner {:.2}, leaves {:.2}, aux {:.3}); build {:.1} M pairs/s",
-                keys.len(),
-                m.total() as f64 / keys.len() as f64,
-                m.inner as f64 / keys.len() as f64,
-                m.leaves as f64 / keys.len() as f64,
-                m.aux as f64 / keys.len() as f64,
-                keys.len() as f64 / build.as_secs_f64() / 1e6
-            );
-            let mut probes: Vec<Vec<u8>> = keys
-                .choose_multiple(&mut rng, 1_000_000.min(keys.len()))
-                .cloned()
-                .collect();
-            probes.shuffle(&mut rng);
-            if only.is_empty() || only == "static" {
-                let t = Instant::now();
-                let sum = lookups_static(&stage, &probes);
-                println!(
-                    "  static get: {:.0} ns/op (checksum {sum})",
-                    t.elapsed().as_nanos() as f64 / probes.len() as f64
-                );
-            }
-            if compression == Compression::None && (only.is_empty() || only == "btree") {
-                let tree = IndexBuilder::new(IndexKind::BTree)
-                    .key_len(key_len)
-                    .build_sorted(&mut keys.iter().cloned().zip(tids.iter().copied()))
-                    .unwrap();
-                let t = Instant::now();
-                let sum = lookups_index(&*tree, &probes);
-                println!(
-                    "  btree  get: {:.0} ns/op (checksum {sum}), {:.2} B/key",
-                    t.elapsed().as_nanos() as f64 / probes.len() as f64,
-                    tree.memory().total() as f64 / keys.len() as f64
-                );
-            }
-            if only.is_empty() {
-                // Merge 10% fresh puts and 1% deletes.
-                let mut ups: Vec<(Vec<u8>, u64, Change)> = keys
-                    .iter()
-                    .step_by(100)
-                    .map(|k| (k.clone(), 0, Change::Delete))
-                    .collect();
-                if key_len == KeyLen::Fixed(8) {
-                    ups.extend(
-                        (0..n / 10)
-                            .map(|_| (rng.gen::<u64>().to_be_bytes().to_vec(), 1, Change::Put)),
-                    );
-                }
-                ups.sort_by(|a, b| a.0.cmp(&b.0));
-                ups.dedup_by(|a, b| a.0 == b.0);
-                let count = ups.len();
-                let t = Instant::now();
-                let mut published = 0;
-                let merged = stage
-                    .share()
-                    .merge(&mut ups.into_iter(), 16, &mut |_| published += 1)
-                    .unwrap();
-                let e = t.elapsed();
-                println!(
-                    "  merge {count} updates into {}: {:.1} M pairs/s ({} ms, {published} publishes)",
-                    stage.len(),
-                    (stage.len() + count) as f64 / e.as_secs_f64() / 1e6,
-                    e.as_millis()
-                );
-                drop(merged);
-            }
-        }
-    }
 }
 
 /// Readers on many threads share a compressed stage's small block cache (constant

@@ -243,19 +243,7 @@ impl<F: Family> TreeIndex<F> {
     }
 
     fn check_key(&self, key: &[u8]) -> Result<(), Error> {
-        if key.len() > self.max_key_len {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max: self.max_key_len,
-            });
-        }
-        match self.key_len {
-            KeyLen::Fixed(expected) if key.len() != expected => Err(Error::KeyLenMismatch {
-                len: key.len(),
-                expected,
-            }),
-            _ => Ok(()),
-        }
+        crate::index::check_key(key, self.max_key_len, self.key_len)
     }
 
     /// The (key, tid) integer of a non-unique index over 8-byte keys.

@@ -275,6 +275,17 @@ impl Dynamic {
         self.tree.insert(tree_key, value).expect(VALIDATED)
     }
 
+    /// Deletes a tree key as seen through this stage: writes the dead marker (`dead`:
+    /// [`TOMBSTONE`] or [`DEAD`]) when a lower layer still holds the entry, so it stays
+    /// hidden, or removes this stage's entry when none does. Returns the previous value.
+    pub fn hide(&self, tree_key: &[u8], hash: u64, dead: u64, below: bool) -> Option<u64> {
+        if below {
+            self.put(tree_key, hash, dead)
+        } else {
+            self.take(tree_key)
+        }
+    }
+
     /// Removes a tree key, returning its value.
     pub fn take(&self, tree_key: &[u8]) -> Option<u64> {
         self.tree.remove(tree_key).expect(VALIDATED)

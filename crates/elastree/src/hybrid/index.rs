@@ -283,21 +283,7 @@ impl Shared {
     }
 
     fn check_key(&self, key: &[u8]) -> Result<(), Error> {
-        if key.len() > self.max_key_len {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max: self.max_key_len,
-            });
-        }
-        if let KeyLen::Fixed(expected) = self.key_len {
-            if key.len() != expected {
-                return Err(Error::KeyLenMismatch {
-                    len: key.len(),
-                    expected,
-                });
-            }
-        }
-        Ok(())
+        crate::index::check_key(key, self.max_key_len, self.key_len)
     }
 
     fn gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
@@ -741,12 +727,7 @@ impl Index for HybridIndex {
             let _stripe = s.stripe(hash);
             s.write(|view, active| {
                 let below = s.unique_below(view, key, hash);
-                let previous = if below.is_some() {
-                    active.put(key, hash, TOMBSTONE)
-                } else {
-                    active.take(key)
-                };
-                match previous {
+                match active.hide(key, hash, TOMBSTONE, below.is_some()) {
                     Some(TOMBSTONE) => None,
                     Some(tid) => Some(tid),
                     None => below,
@@ -779,22 +760,14 @@ impl Index for HybridIndex {
                     if current != Some(tid) {
                         return false;
                     }
-                    if below.is_some() {
-                        active.put(key, hash, TOMBSTONE);
-                    } else {
-                        active.take(key);
-                    }
+                    active.hide(key, hash, TOMBSTONE, below.is_some());
                     return true;
                 }
                 let below = s.pair_below(view, key, tid, hash, &tree_key);
                 match active.get(&tree_key, hash) {
                     Some(DEAD) => false,
                     Some(_) => {
-                        if below {
-                            active.put(&tree_key, hash, DEAD);
-                        } else {
-                            active.take(&tree_key);
-                        }
+                        active.hide(&tree_key, hash, DEAD, below);
                         true
                     }
                     None if below => {

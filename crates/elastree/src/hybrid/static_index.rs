@@ -4,8 +4,9 @@
 use std::ops::Bound;
 
 use super::static_stage::{StaticOptions, StaticStage};
+use crate::index::check_key;
 use crate::mem::MemoryUsage;
-use crate::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use crate::{Direction, Error, Index, IndexBuilder, IndexKind};
 
 /// Why writes are refused.
 const READ_ONLY: &str = "the static index is read-only: bulk-load it with StaticIndex::from_sorted";
@@ -60,22 +61,6 @@ impl StaticIndex {
 
     fn check_key(&self, key: &[u8]) -> Result<(), Error> {
         check_key(key, self.max_key_len, self.stage.options().key_len)
-    }
-}
-
-fn check_key(key: &[u8], max: usize, key_len: KeyLen) -> Result<(), Error> {
-    if key.len() > max {
-        return Err(Error::KeyTooLong {
-            len: key.len(),
-            max,
-        });
-    }
-    match key_len {
-        KeyLen::Fixed(expected) if key.len() != expected => Err(Error::KeyLenMismatch {
-            len: key.len(),
-            expected,
-        }),
-        _ => Ok(()),
     }
 }
 
