@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the system packages the tests need (valgrind for the memcheck run). Idempotent:
+# Installs the system packages the tests need: valgrind (the memcheck run) and Redis 7
+# (redis-server, redis-tools: the distributed index's local clusters). Idempotent:
 # does nothing when they are already present. Needs root (or sudo) only when it installs.
 set -euo pipefail
 
 need=()
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
