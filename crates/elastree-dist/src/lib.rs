@@ -1,2 +1,57 @@
-//! placeholder
+//! elastree-dist: one ordered index spread over a Redis Cluster, after STI-BT (Diegues et
+//! al., "a scalable transactional index for distributed key-value stores").
+//!
+//! # Design
+//!
+//! - **Co-located sub-trees.** Below the cut-off, the tree is a set of sub-trees; all nodes of
+//!   a sub-tree are Redis keys sharing one hash tag (`{et:<index>:<token>}`), so they live in
+//!   one slot on one master (the paper's co-location id).
+//! - **Execution migration.** Everything an operation does below the cut-off runs as one
+//!   Redis Function (`tree.lua`, loaded on every master when a client connects) on the master
+//!   owning the sub-tree: one round trip, atomic.
+//! - **Fully replicated top.** The levels above the cut-off are one routing entry per
+//!   sub-tree in the index's own keys, cached by every client and read without validation.
+//!   Sub-tree roots carry fences and right links (B-link): a call routed by a stale copy
+//!   moves right inside the function or answers STALE / FWD, and the client refreshes its
+//!   copy, so a stale cache costs at most one extra round trip.
+//! - **Structure changes.** Splits and merges inside a sub-tree happen inside the function. A
+//!   sub-tree root that overflows either grows a level or, while the index has fewer
+//!   sub-trees than it aims for, splits into two sub-trees; the client then posts the new
+//!   one to the top (idempotent, `HSETNX`).
+//! - **Elastic scaling** ([`DistIndex::rebalance`]): lowers the cut-off under sub-tree roots
+//!   until every master can hold some, then moves sub-trees (freeze, copy to a fresh tag on
+//!   the target master, forwarding marker, top update) until each master holds about the
+//!   same number.
+//!
+//! # Consistency and faults
+//!
+//! - Each single-key operation is linearizable: it is one atomic function on the one master
+//!   that owns the key's sub-tree; a migrating sub-tree refuses writes (BUSY, retried) from
+//!   the moment it is frozen until its forwarding marker is in place.
+//! - A scan never misses or repeats a key present throughout the scan: it runs in chunks,
+//!   each atomic on one sub-tree, each starting strictly after the last key returned.
+//! - With replicas, a write is acknowledged only after `WAIT` saw
+//!   [`RouterOptions::wait_replicas`] replicas take it (capped by the replicas its master
+//!   has), so an acknowledged write survives the loss of one master. A write that fails
+//!   (timeout, failover) may or may not have been applied; every write is idempotent, so
+//!   retrying it is safe, but the previous value a retried write reports may be its own.
+//! - An unreachable cluster or a dead node gives [`DistError::Unavailable`]
+//!   ([`elastree::Error::Unavailable`] through the [`elastree::Index`] trait) within
+//!   [`RouterOptions::op_timeout`], never a hang.
+//!
+//! The [`baseline`] module is the paper's Baseline: the same tree with every node its own key
+//! (no shared tag), traversed from the client one node per round trip.
+
+pub mod baseline;
+mod check;
+mod codec;
 pub mod error;
+mod index;
+mod router;
+pub mod slots;
+mod top;
+
+pub use error::DistError;
+pub use index::{DistIndex, DistOptions, DistStats};
+pub use router::RouterOptions;
+pub use top::TopEntry;

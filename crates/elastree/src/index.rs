@@ -58,6 +58,12 @@ pub enum Error {
     /// [`Index::check`] found a structural invariant that does not hold.
     #[error("invariant violated: {0}")]
     Corrupt(String),
+    /// A distributed index could not complete the operation within its timeout (the cluster
+    /// is down, unreachable or failing over), or a write was applied on its master but not
+    /// confirmed by the replicas it must wait for. Whether a write that failed this way took
+    /// effect is unknown; writes are idempotent, so retrying it is safe.
+    #[error("cluster unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// The direction of a range scan.
@@ -93,6 +99,13 @@ pub enum IndexKind {
     /// The static stage of the hybrid index on its own: a compact, read-only B+-tree
     /// bulk-loaded from sorted pairs ([`IndexBuilder::build_sorted`]); writes are refused.
     Static,
+    /// The distributed B+-tree on a Redis Cluster (crate `elastree-dist`): co-located
+    /// sub-trees run as Redis Functions, the top cached in every client. Not built by
+    /// [`IndexBuilder`]: connect with `elastree_dist::DistIndex::connect`.
+    Dist,
+    /// The distributed tree's baseline: every node its own Redis key, traversed from the
+    /// client one node per round trip (crate `elastree-dist`).
+    DistBaseline,
 }
 
 impl IndexKind {
@@ -106,6 +119,10 @@ impl IndexKind {
         IndexKind::Static,
     ];
 
+    /// The kinds that live on a Redis Cluster (crate `elastree-dist`), which
+    /// [`IndexBuilder`] does not build and [`IndexKind::ALL`] does not list.
+    pub const DISTRIBUTED: &'static [IndexKind] = &[IndexKind::Dist, IndexKind::DistBaseline];
+
     /// The kind's name as the CLI and the benchmark spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -115,6 +132,8 @@ impl IndexKind {
             IndexKind::Hybrid => "hybrid",
             IndexKind::HybridCompressed => "hybrid-compressed",
             IndexKind::Static => "static",
+            IndexKind::Dist => "dist",
+            IndexKind::DistBaseline => "dist-baseline",
         }
     }
 
@@ -129,6 +148,11 @@ impl IndexKind {
     pub fn needs_key_source(self) -> bool {
         matches!(self, IndexKind::Elastic | IndexKind::SeqTree)
     }
+
+    /// Whether the kind lives on a Redis Cluster ([`IndexKind::DISTRIBUTED`]).
+    pub fn is_distributed(self) -> bool {
+        IndexKind::DISTRIBUTED.contains(&self)
+    }
 }
 
 impl fmt::Display for IndexKind {
@@ -141,24 +165,21 @@ impl FromStr for IndexKind {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        IndexKind::ALL
-            .iter()
-            .copied()
-            .find(|kind| kind.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = IndexKind::ALL.iter().map(|k| k.name()).collect();
-                Error::InvalidConfig(format!(
-                    "unknown index kind {s:?} (known: {})",
-                    names.join(", ")
-                ))
-            })
+        let known = || IndexKind::ALL.iter().chain(IndexKind::DISTRIBUTED).copied();
+        known().find(|kind| kind.name() == s).ok_or_else(|| {
+            let names: Vec<_> = known().map(|k| k.name()).collect();
+            Error::InvalidConfig(format!(
+                "unknown index kind {s:?} (known: {})",
+                names.join(", ")
+            ))
+        })
     }
 }
 
 /// Checks a key against an index's limits: [`Error::KeyTooLong`] over `max` bytes,
 /// [`Error::KeyLenMismatch`] for a fixed-length index and a key of another length. Every
 /// kind runs it before an operation touches anything.
-pub(crate) fn check_key(key: &[u8], max: usize, key_len: KeyLen) -> Result<(), Error> {
+pub fn check_key(key: &[u8], max: usize, key_len: KeyLen) -> Result<(), Error> {
     if key.len() > max {
         return Err(Error::KeyTooLong {
             len: key.len(),
@@ -399,6 +420,10 @@ impl IndexBuilder {
                 Ok(Box::new(HybridIndex::new(self)?))
             }
             IndexKind::Static => Ok(Box::new(StaticIndex::new(self)?)),
+            IndexKind::Dist | IndexKind::DistBaseline => Err(Error::Unsupported {
+                operation: "IndexBuilder::build",
+                reason: "a distributed index lives on a Redis Cluster: connect with elastree_dist::DistIndex::connect",
+            }),
         }
     }
 

@@ -50,7 +50,7 @@ mod counter;
 mod index;
 
 pub use index::{
-    BTreeIndex, Direction, ElasticIndex, Error, HybridIndex, Index, IndexBuilder, IndexKind,
-    KeyLen, DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT,
+    check_key, BTreeIndex, Direction, ElasticIndex, Error, HybridIndex, Index, IndexBuilder,
+    IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT,
 };
 pub use mem::MemoryUsage;

@@ -1,0 +1,877 @@
+//! [`DistIndex`]: the STI-BT client. It keeps the top of the tree (the levels above the
+//! cut-off, one routing entry per sub-tree) cached and reads it without validation, and sends
+//! each operation, in one round trip, to the master that owns the sub-tree covering the key,
+//! where a Redis Function runs the rest of it atomically.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use elastree::{check_key, Direction, Error, Index, IndexKind, KeyLen, MemoryUsage};
+use redis::Value;
+
+use crate::codec::{self, Reply};
+use crate::error::DistError;
+use crate::router::{Request, Router, RouterOptions};
+use crate::slots::slot_of;
+use crate::top::{Top, TopEntry};
+
+/// How a distributed index is laid out and reached.
+#[derive(Debug, Clone)]
+pub struct DistOptions {
+    /// The index's name: its keys in Redis start with `{et:<name>`. Letters, digits, `_`
+    /// and `-`, at most 64 bytes.
+    pub name: String,
+    /// A unique (primary) index or a non-unique (secondary) one.
+    pub unique: bool,
+    /// Entries per tree node (leaf entries or inner children), 4..=4096.
+    pub node_capacity: usize,
+    /// The longest key accepted, in bytes (at most [`elastree::MAX_KEY_LEN_LIMIT`]).
+    pub max_key_len: usize,
+    /// Sub-trees the index aims to have per master: a sub-tree root that overflows while
+    /// there are fewer becomes two sub-trees (the new one posted to the top), otherwise the
+    /// sub-tree grows a level. [`DistIndex::rebalance`] lowers the cut-off to reach it.
+    pub subtrees_per_master: usize,
+    /// Entries one scan call returns at most (one round trip each).
+    pub scan_chunk: usize,
+    /// Timeouts and durability.
+    pub router: RouterOptions,
+}
+
+impl Default for DistOptions {
+    fn default() -> Self {
+        DistOptions {
+            name: "default".into(),
+            unique: true,
+            node_capacity: 64,
+            max_key_len: elastree::DEFAULT_MAX_KEY_LEN,
+            subtrees_per_master: 2,
+            scan_chunk: 256,
+            router: RouterOptions::default(),
+        }
+    }
+}
+
+impl DistOptions {
+    fn validate(&self) -> Result<(), DistError> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !name_ok {
+            return Err(DistError::Invalid(format!(
+                "index name {:?}: use 1-64 letters, digits, '_' or '-'",
+                self.name
+            )));
+        }
+        if !(4..=4096).contains(&self.node_capacity) {
+            return Err(DistError::Invalid(format!(
+                "node capacity {} outside 4..=4096",
+                self.node_capacity
+            )));
+        }
+        if self.max_key_len == 0 || self.max_key_len > elastree::MAX_KEY_LEN_LIMIT {
+            return Err(DistError::Invalid(format!(
+                "maximum key length {} outside 1..={}",
+                self.max_key_len,
+                elastree::MAX_KEY_LEN_LIMIT
+            )));
+        }
+        if self.subtrees_per_master == 0 || self.scan_chunk == 0 {
+            return Err(DistError::Invalid(
+                "subtrees_per_master and scan_chunk must be at least 1".into(),
+            ));
+        }
+        if self.router.op_timeout.is_zero() {
+            return Err(DistError::Invalid(
+                "the operation timeout must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a client has done so far: the basis of round trips per operation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DistStats {
+    /// Index operations completed (a scan counts once).
+    pub operations: u64,
+    /// Requests sent, each one network round trip (retries and top refreshes included).
+    pub round_trips: u64,
+    /// Distinct masters contacted, summed over operations.
+    pub masters_contacted: u64,
+    /// Times the cached top was re-read.
+    pub top_refreshes: u64,
+    /// Sub-tree calls that found the cached top stale (moved right, forwarded or refused).
+    pub stale_routes: u64,
+    /// Requests retried after a redirect, a failover or a busy sub-tree.
+    pub retries: u64,
+}
+
+/// Where an operation starts in key space.
+#[derive(Clone, Copy)]
+enum Position<'a> {
+    /// The sub-tree covering this key.
+    At(&'a [u8]),
+    /// The sub-tree covering the largest key below this one.
+    Below(&'a [u8]),
+    /// The last sub-tree.
+    End,
+}
+
+/// A sub-tree root: the tag token of its slot and its node id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RootRef {
+    pub token: u64,
+    pub id: u64,
+}
+
+/// One ordered index on a Redis Cluster (STI-BT). Cheap to share between threads (`&self`
+/// everywhere); each thread's requests use their own pooled connection.
+///
+/// Guarantees: every single-key operation is linearizable (it runs as one atomic function
+/// on the master that owns the key's sub-tree); a scan never misses or repeats a key present
+/// throughout the scan (it proceeds in chunks, each atomic, each starting after the last key
+/// returned); with replicas, a write is acknowledged only after `WAIT` saw the configured
+/// number of replicas take it, so it survives the loss of one master. An unreachable cluster
+/// gives [`Error::Unavailable`] within [`RouterOptions::op_timeout`].
+pub struct DistIndex {
+    pub(crate) router: Router,
+    pub(crate) options: DistOptions,
+    pub(crate) top: RwLock<Arc<Top>>,
+    operations: AtomicU64,
+    masters_contacted: AtomicU64,
+    top_refreshes: AtomicU64,
+    stale_routes: AtomicU64,
+}
+
+impl std::fmt::Debug for DistIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistIndex")
+            .field("name", &self.options.name)
+            .field("unique", &self.options.unique)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DistIndex {
+    /// Connects to the cluster through `seeds` ("host:port", any node) and opens the index
+    /// `options.name`, creating it if it does not exist. An existing index must have been
+    /// created with the same uniqueness and node capacity.
+    pub fn connect(seeds: &[String], options: DistOptions) -> Result<DistIndex, DistError> {
+        options.validate()?;
+        let router = Router::connect(seeds, options.router.clone())?;
+        let index = DistIndex {
+            router,
+            options,
+            top: RwLock::new(Arc::new(Top::default())),
+            operations: AtomicU64::new(0),
+            masters_contacted: AtomicU64::new(0),
+            top_refreshes: AtomicU64::new(0),
+            stale_routes: AtomicU64::new(0),
+        };
+        index.open_or_create()?;
+        Ok(index)
+    }
+
+    /// The options the index was opened with.
+    pub fn options(&self) -> &DistOptions {
+        &self.options
+    }
+
+    /// The counters of this client.
+    pub fn stats(&self) -> DistStats {
+        let c = &self.router.counters;
+        DistStats {
+            operations: self.operations.load(Ordering::Relaxed),
+            round_trips: c.round_trips.load(Ordering::Relaxed),
+            masters_contacted: self.masters_contacted.load(Ordering::Relaxed),
+            top_refreshes: self.top_refreshes.load(Ordering::Relaxed),
+            stale_routes: self.stale_routes.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The cached top: one entry per sub-tree, in key order.
+    pub fn top_entries(&self) -> Vec<TopEntry> {
+        self.cached_top().entries.clone()
+    }
+
+    /// The hash-tag prefix of the index's own keys (the top and the settings).
+    pub(crate) fn top_tag(&self) -> String {
+        format!("{{et:{}}}", self.options.name)
+    }
+
+    /// The hash-tag prefix of the sub-trees with tag token `token`.
+    pub(crate) fn subtree_tag(&self, token: u64) -> String {
+        format!("{{et:{}:{token}}}", self.options.name)
+    }
+
+    pub(crate) fn cached_top(&self) -> Arc<Top> {
+        self.top.read().expect("top lock").clone()
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.options.router.op_timeout
+    }
+
+    fn open_or_create(&self) -> Result<(), DistError> {
+        let deadline = self.deadline();
+        self.refresh_top(deadline)?;
+        if self.cached_top().entries.is_empty() {
+            let root = self.new_root(0, deadline)?;
+            self.init(root, deadline)?;
+            self.refresh_top(deadline)?;
+            let first = self.route(Position::At(&[]));
+            if first != root {
+                // Another client created the index first: drop our unused root.
+                self.drop_subtree(root, deadline)?;
+            }
+        }
+        let conf = self.read_conf(deadline)?;
+        if conf.unique != self.options.unique || conf.capacity != self.options.node_capacity {
+            return Err(DistError::Invalid(format!(
+                "index {:?} exists with unique={} and node capacity {}, asked for unique={} and {}",
+                self.options.name,
+                conf.unique,
+                conf.capacity,
+                self.options.unique,
+                self.options.node_capacity
+            )));
+        }
+        Ok(())
+    }
+
+    fn read_conf(&self, deadline: Instant) -> Result<codec::Conf, DistError> {
+        let t = self.top_tag();
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(format!("{t}:conf"));
+        let (replies, _) =
+            self.router
+                .run(slot_of(t.as_bytes()), &Request::read(vec![cmd]), deadline)?;
+        codec::Conf::parse(&replies[0])
+    }
+
+    /// Creates an empty sub-tree root in tag `token`.
+    pub(crate) fn new_root(&self, token: u64, deadline: Instant) -> Result<RootRef, DistError> {
+        let tag = self.subtree_tag(token);
+        let cmd = codec::fcall("et_new_root", &format!("{tag}:m"), &[tag.as_bytes()]);
+        let (replies, _) = self.router.run(
+            slot_of(tag.as_bytes()),
+            &Request::write(vec![cmd]),
+            deadline,
+        )?;
+        let id = codec::int(&replies[0])? as u64;
+        Ok(RootRef { token, id })
+    }
+
+    /// Creates the index's settings and first top entry unless they exist.
+    fn init(&self, root: RootRef, deadline: Instant) -> Result<(), DistError> {
+        let t = self.top_tag();
+        let root_ref = codec::root_ref(root);
+        let unique = if self.options.unique { "1" } else { "0" };
+        let cap = self.options.node_capacity.to_string();
+        let args: [&[u8]; 6] = [
+            t.as_bytes(),
+            root_ref.as_bytes(),
+            b"unique",
+            unique.as_bytes(),
+            b"capacity",
+            cap.as_bytes(),
+        ];
+        let cmd = codec::fcall("et_init", &format!("{t}:conf"), &args);
+        self.router
+            .run(slot_of(t.as_bytes()), &Request::write(vec![cmd]), deadline)?;
+        Ok(())
+    }
+
+    /// Re-reads the top.
+    pub(crate) fn refresh_top(&self, deadline: Instant) -> Result<(), DistError> {
+        let t = self.top_tag();
+        let cmd = codec::fcall("et_top", &format!("{t}:top"), &[t.as_bytes()]);
+        let (replies, _) =
+            self.router
+                .run(slot_of(t.as_bytes()), &Request::read(vec![cmd]), deadline)?;
+        self.install_top(&replies[0])
+    }
+
+    fn install_top(&self, reply: &Value) -> Result<(), DistError> {
+        self.top_refreshes.fetch_add(1, Ordering::Relaxed);
+        let fresh = Top::parse(reply)?;
+        let mut top = self.top.write().expect("top lock");
+        if fresh.version >= top.version {
+            *top = Arc::new(fresh);
+        }
+        Ok(())
+    }
+
+    /// Posts a sub-tree root `(sep, root)` to the top (idempotent) and re-reads the top, in
+    /// one round trip.
+    pub(crate) fn post(
+        &self,
+        sep: &[u8],
+        root: RootRef,
+        deadline: Instant,
+    ) -> Result<(), DistError> {
+        let t = self.top_tag();
+        let top_key = format!("{t}:top");
+        let root_ref = codec::root_ref(root);
+        let post = codec::fcall(
+            "et_post",
+            &top_key,
+            &[t.as_bytes(), sep, root_ref.as_bytes()],
+        );
+        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
+        let (replies, _) = self.router.run(
+            slot_of(t.as_bytes()),
+            &Request::write(vec![post, read]),
+            deadline,
+        )?;
+        self.install_top(&replies[1])
+    }
+
+    /// Whether a sub-tree root that overflows now should split into two sub-trees (rather
+    /// than grow a level): while the index has fewer sub-trees than it aims for.
+    fn allow_post(&self) -> bool {
+        let masters = self.router.slot_map().masters().len().max(1);
+        self.cached_top().entries.len() < self.options.subtrees_per_master * masters
+    }
+
+    fn route(&self, position: Position<'_>) -> RootRef {
+        let top = self.cached_top();
+        let i = match position {
+            Position::At(key) => top.covering(key),
+            Position::Below(key) => top.covering_below(key),
+            Position::End => top.entries.len().saturating_sub(1),
+        };
+        top.entries
+            .get(i)
+            .map(|e| RootRef {
+                token: e.token,
+                id: e.id,
+            })
+            .unwrap_or(RootRef { token: 0, id: 1 })
+    }
+
+    /// Runs one sub-tree function for an operation starting at `position`: builds the call
+    /// with `make(tag, root)`, follows forwards, refreshes a stale top and retries a busy
+    /// sub-tree until the deadline. Returns the reply and the masters contacted.
+    fn call(
+        &self,
+        position: Position<'_>,
+        write: bool,
+        deadline: Instant,
+        contacted: &mut Vec<String>,
+        make: &dyn Fn(&str, u64) -> redis::Cmd,
+    ) -> Result<(Reply, RootRef), DistError> {
+        let mut target = self.route(position);
+        let mut stale_in_a_row = 0u32;
+        loop {
+            let tag = self.subtree_tag(target.token);
+            let cmd = make(&tag, target.id);
+            let request = if write {
+                Request::write(vec![cmd])
+            } else {
+                Request::read(vec![cmd])
+            };
+            let (replies, addr) = self
+                .router
+                .run(slot_of(tag.as_bytes()), &request, deadline)?;
+            if !contacted.contains(&addr) {
+                contacted.push(addr);
+            }
+            let reply = Reply::parse(&replies[0])?;
+            match reply.status.as_str() {
+                "FWD" => {
+                    self.stale_routes.fetch_add(1, Ordering::Relaxed);
+                    let moved = RootRef {
+                        token: codec::u64_of(reply.item(0))?,
+                        id: codec::u64_of(reply.item(1))?,
+                    };
+                    if reply.hint_id == 0 {
+                        // The root itself moved: patch the cached entry, no refresh needed.
+                        let mut top = self.top.write().expect("top lock");
+                        Arc::make_mut(&mut top).retarget(target, moved);
+                    } else {
+                        self.refresh_top(deadline)?;
+                    }
+                    target = moved;
+                }
+                "STALE" => {
+                    self.stale_routes.fetch_add(1, Ordering::Relaxed);
+                    if reply.hint_id != 0 {
+                        let sibling = RootRef {
+                            token: target.token,
+                            id: reply.hint_id,
+                        };
+                        self.post(&reply.hint_sep, sibling, deadline)?;
+                    } else {
+                        self.refresh_top(deadline)?;
+                    }
+                    stale_in_a_row += 1;
+                    if stale_in_a_row > 3 {
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(DistError::Unavailable(
+                            "the index's top kept changing under this operation".into(),
+                        ));
+                    }
+                    target = self.route(position);
+                }
+                "BUSY" => {
+                    // A sub-tree being migrated refuses writes for a moment.
+                    if Instant::now() >= deadline {
+                        return Err(DistError::Unavailable(
+                            "the sub-tree stayed frozen by a migration past the timeout".into(),
+                        ));
+                    }
+                    thread::sleep(Duration::from_millis(2));
+                }
+                _ => {
+                    if reply.hint_id != 0 {
+                        // Moved right past our root: the top is stale; post the sibling
+                        // (in case its creator did not) and re-read the top.
+                        self.stale_routes.fetch_add(1, Ordering::Relaxed);
+                        let sibling = RootRef {
+                            token: target.token,
+                            id: reply.hint_id,
+                        };
+                        self.post(&reply.hint_sep, sibling, deadline)?;
+                    }
+                    return Ok((reply, target));
+                }
+            }
+        }
+    }
+
+    fn finish(&self, contacted: &[String]) {
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        self.masters_contacted
+            .fetch_add(contacted.len() as u64, Ordering::Relaxed);
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<(), DistError> {
+        check_key(key, self.options.max_key_len, KeyLen::Variable)?;
+        Ok(())
+    }
+
+    /// Looks up one stored key (unique keys, or composite keys of a non-unique index).
+    fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
+        let deadline = self.deadline();
+        let mut contacted = Vec::new();
+        let (reply, _) = self.call(
+            Position::At(stored),
+            false,
+            deadline,
+            &mut contacted,
+            &|tag, root| codec::subtree_call("et_get", tag, root, &[stored]),
+        )?;
+        self.finish(&contacted);
+        codec::opt_tid(reply.items.first())
+    }
+
+    /// Inserts a stored key; `replace`: insert or replace, else insert only if absent.
+    /// Returns the previous tid.
+    fn put_stored(&self, stored: &[u8], tid: u64, replace: bool) -> Result<Option<u64>, DistError> {
+        let deadline = self.deadline();
+        let mut contacted = Vec::new();
+        let value = tid.to_be_bytes();
+        let cap = self.options.node_capacity.to_string();
+        let allow_post = if self.allow_post() { "1" } else { "0" };
+        let mode = if replace { "u" } else { "a" };
+        let (reply, target) = self.call(
+            Position::At(stored),
+            true,
+            deadline,
+            &mut contacted,
+            &|tag, root| {
+                codec::subtree_call(
+                    "et_put",
+                    tag,
+                    root,
+                    &[
+                        stored,
+                        &value,
+                        cap.as_bytes(),
+                        allow_post.as_bytes(),
+                        mode.as_bytes(),
+                    ],
+                )
+            },
+        )?;
+        if reply.items.len() >= 3 {
+            // The sub-tree root split into two sub-trees: post the new one.
+            let sep = codec::bytes_of(&reply.items[1])?;
+            let id = codec::u64_of(&reply.items[2])?;
+            // It lives in the tag of the sub-tree that split.
+            let root = RootRef {
+                token: target.token,
+                id,
+            };
+            self.post(&sep, root, deadline)?;
+        }
+        self.finish(&contacted);
+        codec::opt_tid(reply.items.first())
+    }
+
+    /// Removes a stored key (only if it maps to `expected`, when given). Returns the tid it
+    /// had and whether it was removed.
+    fn remove_stored(
+        &self,
+        stored: &[u8],
+        expected: Option<u64>,
+    ) -> Result<(Option<u64>, bool), DistError> {
+        let deadline = self.deadline();
+        let mut contacted = Vec::new();
+        let min_fill = (self.options.node_capacity / 4).max(1).to_string();
+        let cap = self.options.node_capacity.to_string();
+        let expected = expected.map(u64::to_be_bytes);
+        let expected: &[u8] = expected.as_ref().map_or(&[], |e| &e[..]);
+        let (reply, _) = self.call(
+            Position::At(stored),
+            true,
+            deadline,
+            &mut contacted,
+            &|tag, root| {
+                codec::subtree_call(
+                    "et_del",
+                    tag,
+                    root,
+                    &[stored, min_fill.as_bytes(), cap.as_bytes(), expected],
+                )
+            },
+        )?;
+        self.finish(&contacted);
+        let old = codec::opt_tid(reply.items.first())?;
+        let removed = matches!(reply.items.get(1), Some(v) if codec::bytes_of(v)? == b"1");
+        Ok((old, removed))
+    }
+
+    /// Scans stored keys within the bounds, calling `visit` with each stored key and tid.
+    fn scan_stored(
+        &self,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> Result<usize, DistError> {
+        let deadline = self.deadline();
+        let mut contacted = Vec::new();
+        let (mut lower, mut upper) = (lower, upper);
+        let mut visited = 0;
+        while visited < limit {
+            let chunk = (limit - visited).min(self.options.scan_chunk);
+            let position_key;
+            let position = match direction {
+                Direction::Ascending => match &lower {
+                    Bound::Included(k) | Bound::Excluded(k) => {
+                        position_key = k.clone();
+                        Position::At(&position_key)
+                    }
+                    Bound::Unbounded => Position::At(&[]),
+                },
+                Direction::Descending => match &upper {
+                    Bound::Included(k) => {
+                        position_key = k.clone();
+                        Position::At(&position_key)
+                    }
+                    Bound::Excluded(k) => {
+                        position_key = k.clone();
+                        Position::Below(&position_key)
+                    }
+                    Bound::Unbounded => Position::End,
+                },
+            };
+            let dir = if direction == Direction::Ascending {
+                "a"
+            } else {
+                "d"
+            };
+            let chunk_s = chunk.to_string();
+            let (lo_has, lo_key, lo_incl) = codec::bound_args(&lower);
+            let (hi_has, hi_key, hi_incl) = codec::bound_args(&upper);
+            let (reply, _) =
+                self.call(position, false, deadline, &mut contacted, &|tag, root| {
+                    codec::subtree_call(
+                        "et_scan",
+                        tag,
+                        root,
+                        &[
+                            dir.as_bytes(),
+                            chunk_s.as_bytes(),
+                            lo_has,
+                            lo_key,
+                            lo_incl,
+                            hi_has,
+                            hi_key,
+                            hi_incl,
+                        ],
+                    )
+                })?;
+            let next = codec::bytes_of(reply.item(0))?;
+            let mut last: Option<Vec<u8>> = None;
+            for pair in reply.items[1..].chunks(2) {
+                let key = codec::bytes_of(&pair[0])?;
+                let tid = codec::tid_of(&pair[1])?;
+                visit(&key, tid);
+                visited += 1;
+                last = Some(key);
+            }
+            match reply.status.as_str() {
+                "END" => break,
+                "LIMIT" => {
+                    let Some(last) = last else { break };
+                    match direction {
+                        Direction::Ascending => lower = Bound::Excluded(last),
+                        Direction::Descending => upper = Bound::Excluded(last),
+                    }
+                }
+                "NEXT" => match direction {
+                    Direction::Ascending => lower = Bound::Included(next),
+                    Direction::Descending => upper = Bound::Excluded(next),
+                },
+                other => {
+                    return Err(DistError::Corrupt(format!(
+                        "unexpected scan status {other}"
+                    )))
+                }
+            }
+        }
+        self.finish(&contacted);
+        Ok(visited)
+    }
+
+    /// The number of entries, summed over the tags of the sub-trees.
+    pub fn try_len(&self) -> Result<usize, DistError> {
+        let deadline = self.deadline();
+        self.refresh_top(deadline)?;
+        let mut total = 0i64;
+        for token in self.cached_top().tokens() {
+            let tag = self.subtree_tag(token);
+            let cmd = codec::fcall("et_tag_count", &format!("{tag}:m"), &[]);
+            let (replies, _) =
+                self.router
+                    .run(slot_of(tag.as_bytes()), &Request::read(vec![cmd]), deadline)?;
+            total += codec::int(&replies[0])?;
+        }
+        Ok(total.max(0) as usize)
+    }
+
+    /// Walks every sub-tree and checks the invariants of the whole index: each sub-tree's
+    /// nodes (on its master), the top's entries against the sub-tree roots' fences, and the
+    /// entry counts. Call it while no writer runs.
+    pub fn try_check(&self) -> Result<(), DistError> {
+        crate::check::check(self)
+    }
+
+    /// Deletes a sub-tree (used for an unused root and by [`DistIndex::destroy`]).
+    pub(crate) fn drop_subtree(&self, root: RootRef, deadline: Instant) -> Result<(), DistError> {
+        let tag = self.subtree_tag(root.token);
+        let id = root.id.to_string();
+        let cmd = codec::fcall(
+            "et_drop",
+            &format!("{tag}:m"),
+            &[tag.as_bytes(), id.as_bytes()],
+        );
+        self.router.run(
+            slot_of(tag.as_bytes()),
+            &Request::write(vec![cmd]),
+            deadline,
+        )?;
+        Ok(())
+    }
+
+    /// Deletes the whole index from the cluster.
+    pub fn destroy(self) -> Result<(), DistError> {
+        let deadline = self.deadline();
+        self.refresh_top(deadline)?;
+        for entry in self.cached_top().entries.iter() {
+            self.drop_subtree(
+                RootRef {
+                    token: entry.token,
+                    id: entry.id,
+                },
+                deadline,
+            )?;
+        }
+        let t = self.top_tag();
+        let mut del = redis::cmd("DEL");
+        del.arg(format!("{t}:top")).arg(format!("{t}:conf"));
+        self.router
+            .run(slot_of(t.as_bytes()), &Request::write(vec![del]), deadline)?;
+        Ok(())
+    }
+
+    /// Stored form of a user key and tid: the key itself in a unique index; in a non-unique
+    /// one the key escaped (0x00 -> 0x00 0xFF, then 0x00 0x00) followed by the big-endian
+    /// tid, so stored keys order by (key, tid).
+    fn stored(&self, key: &[u8], tid: u64) -> Vec<u8> {
+        if self.options.unique {
+            key.to_vec()
+        } else {
+            codec::composite(key, tid)
+        }
+    }
+}
+
+fn to_index_error(e: DistError) -> Error {
+    match e {
+        DistError::Index(e) => e,
+        DistError::Corrupt(msg) => Error::Corrupt(msg),
+        DistError::Invalid(msg) => Error::InvalidConfig(msg),
+        other => Error::Unavailable(other.to_string()),
+    }
+}
+
+impl Index for DistIndex {
+    fn kind(&self) -> IndexKind {
+        IndexKind::Dist
+    }
+
+    fn is_unique(&self) -> bool {
+        self.options.unique
+    }
+
+    fn max_key_len(&self) -> usize {
+        self.options.max_key_len
+    }
+
+    fn insert(&self, key: &[u8], tid: u64) -> Result<Option<u64>, Error> {
+        self.check_key(key).map_err(to_index_error)?;
+        let stored = self.stored(key, tid);
+        self.put_stored(&stored, tid, self.options.unique)
+            .map_err(to_index_error)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<u64>, Error> {
+        self.check_key(key).map_err(to_index_error)?;
+        if self.options.unique {
+            return self.get_stored(key).map_err(to_index_error);
+        }
+        let mut first = None;
+        self.scan_key_tids(key, 1, &mut |tid| first = Some(tid))?;
+        Ok(first)
+    }
+
+    fn get_all(&self, key: &[u8], out: &mut Vec<u64>) -> Result<(), Error> {
+        self.check_key(key).map_err(to_index_error)?;
+        if self.options.unique {
+            out.extend(self.get_stored(key).map_err(to_index_error)?);
+            return Ok(());
+        }
+        self.scan_key_tids(key, usize::MAX, &mut |tid| out.push(tid))
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<Option<u64>, Error> {
+        self.check_key(key).map_err(to_index_error)?;
+        if !self.options.unique {
+            return Err(Error::Unsupported {
+                operation: "remove",
+                reason: "a non-unique index removes pairs: use remove_pair",
+            });
+        }
+        Ok(self.remove_stored(key, None).map_err(to_index_error)?.0)
+    }
+
+    fn remove_pair(&self, key: &[u8], tid: u64) -> Result<bool, Error> {
+        self.check_key(key).map_err(to_index_error)?;
+        if self.options.unique {
+            return Ok(self
+                .remove_stored(key, Some(tid))
+                .map_err(to_index_error)?
+                .1);
+        }
+        let stored = codec::composite(key, tid);
+        Ok(self.remove_stored(&stored, None).map_err(to_index_error)?.1)
+    }
+
+    fn scan(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> Result<usize, Error> {
+        for bound in [lower, upper] {
+            if let Bound::Included(k) | Bound::Excluded(k) = bound {
+                self.check_key(k).map_err(to_index_error)?;
+            }
+        }
+        if limit == 0 {
+            return Ok(0);
+        }
+        if self.options.unique {
+            let lower = lower.map(<[u8]>::to_vec);
+            let upper = upper.map(<[u8]>::to_vec);
+            return self
+                .scan_stored(lower, upper, direction, limit, visit)
+                .map_err(to_index_error);
+        }
+        let lower = match lower {
+            Bound::Included(k) => Bound::Included(codec::composite(k, 0)),
+            Bound::Excluded(k) => Bound::Excluded(codec::composite(k, u64::MAX)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let upper = match upper {
+            Bound::Included(k) => Bound::Included(codec::composite(k, u64::MAX)),
+            Bound::Excluded(k) => Bound::Excluded(codec::composite(k, 0)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut failure = None;
+        let n = self
+            .scan_stored(lower, upper, direction, limit, &mut |stored, tid| {
+                match codec::split_composite(stored) {
+                    Some((key, _)) => visit(&key, tid),
+                    None => failure = Some(stored.to_vec()),
+                }
+            })
+            .map_err(to_index_error)?;
+        match failure {
+            Some(stored) => Err(Error::Corrupt(format!(
+                "stored key {stored:?} is not a (key, tid) composite"
+            ))),
+            None => Ok(n),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.try_len().unwrap_or(0)
+    }
+
+    fn memory(&self) -> MemoryUsage {
+        MemoryUsage {
+            inner: 0,
+            leaves: 0,
+            aux: self.cached_top().bytes(),
+        }
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        self.try_check().map_err(to_index_error)
+    }
+}
+
+impl DistIndex {
+    /// Visits the tids of one key of a non-unique index, in ascending order.
+    fn scan_key_tids(
+        &self,
+        key: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(u64),
+    ) -> Result<(), Error> {
+        let lower = Bound::Included(codec::composite(key, 0));
+        let upper = Bound::Included(codec::composite(key, u64::MAX));
+        self.scan_stored(lower, upper, Direction::Ascending, limit, &mut |_, tid| {
+            visit(tid)
+        })
+        .map_err(to_index_error)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,393 @@
+//! Talking to a Redis Cluster: the slot map, one small pool of connections per master, and the
+//! retry rules that turn redirects, failovers and dead nodes into either a completed request
+//! or a typed error within the deadline.
+//!
+//! The client routes every request itself (instead of redis-rs's cluster client) so that a
+//! request is exactly one round trip to the master that owns its slot (a function call and,
+//! for writes, the `WAIT` that must follow it on the same connection, pipelined), and so that
+//! its timeouts and retries are the ones configured here.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redis::{Connection, ErrorKind, RedisError, ServerErrorKind, Value};
+
+use crate::error::DistError;
+use crate::slots::{SlotMap, SLOTS};
+
+/// The function library's source and the version string `et_version` returns.
+pub(crate) const LIBRARY: &str = include_str!("tree.lua");
+/// Must equal `VERSION` in tree.lua.
+pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-4";
+
+/// Timeouts and durability settings of a connection to a cluster.
+#[derive(Debug, Clone)]
+pub struct RouterOptions {
+    /// How long one operation may take, retries included, before it fails with
+    /// [`DistError::Unavailable`].
+    pub op_timeout: Duration,
+    /// How long opening a connection to one node may take.
+    pub connect_timeout: Duration,
+    /// Replicas that must acknowledge a write before it is acknowledged (`WAIT`); capped by
+    /// the replicas the key's master has.
+    pub wait_replicas: usize,
+    /// How long a write waits for those replicas.
+    pub replica_timeout: Duration,
+}
+
+impl Default for RouterOptions {
+    fn default() -> Self {
+        RouterOptions {
+            op_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_millis(500),
+            wait_replicas: 1,
+            replica_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Counters of the requests a client made.
+#[derive(Debug, Default)]
+pub(crate) struct RouterCounters {
+    pub round_trips: AtomicU64,
+    pub retries: AtomicU64,
+    pub redirects: AtomicU64,
+    pub map_refreshes: AtomicU64,
+}
+
+/// A request to run on one master: commands pipelined on one connection.
+pub(crate) struct Request {
+    cmds: Vec<redis::Cmd>,
+    write: bool,
+}
+
+impl Request {
+    /// A read: the commands only.
+    pub fn read(cmds: Vec<redis::Cmd>) -> Self {
+        Request { cmds, write: false }
+    }
+
+    /// A write: the commands, then `WAIT` for the configured replicas.
+    pub fn write(cmds: Vec<redis::Cmd>) -> Self {
+        Request { cmds, write: true }
+    }
+}
+
+/// Routes requests to the masters of a Redis Cluster.
+pub(crate) struct Router {
+    seeds: Vec<String>,
+    options: RouterOptions,
+    map: RwLock<Arc<SlotMap>>,
+    pools: Mutex<HashMap<String, Vec<Connection>>>,
+    pub counters: RouterCounters,
+}
+
+/// What went wrong with one attempt, and what to do about it.
+enum Failure {
+    /// The slot lives elsewhere now: refresh the map and retry at once.
+    Moved,
+    /// The slot is being migrated: retry at this node with ASKING.
+    Ask(String),
+    /// The node is busy, failing over or unreachable: wait a little and retry.
+    Transient(String),
+    /// The node lacks the function library: load it and retry.
+    NoLibrary,
+    /// Nothing to retry: a script error or a bad request.
+    Fatal(DistError),
+}
+
+impl Router {
+    /// Connects through any of `seeds` ("host:port"), reads the slot map and makes sure every
+    /// master has the current function library.
+    pub fn connect(seeds: &[String], options: RouterOptions) -> Result<Router, DistError> {
+        if seeds.is_empty() {
+            return Err(DistError::Invalid("no cluster address given".into()));
+        }
+        let router = Router {
+            seeds: seeds.to_vec(),
+            options,
+            map: RwLock::new(Arc::new(SlotMap::default())),
+            pools: Mutex::new(HashMap::new()),
+            counters: RouterCounters::default(),
+        };
+        let deadline = Instant::now() + router.options.op_timeout;
+        router.refresh_until(deadline)?;
+        for master in router.masters() {
+            router.ensure_library(&master, deadline)?;
+        }
+        Ok(router)
+    }
+
+    /// The current slot map.
+    pub fn slot_map(&self) -> Arc<SlotMap> {
+        self.map.read().expect("slot map lock").clone()
+    }
+
+    /// The addresses of the masters that own slots.
+    pub fn masters(&self) -> Vec<String> {
+        self.slot_map().masters()
+    }
+
+    /// Re-reads the slot map, retrying until the deadline.
+    pub fn refresh_until(&self, deadline: Instant) -> Result<(), DistError> {
+        loop {
+            let last = match self.try_refresh() {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(DistError::Unavailable(format!(
+                    "could not read the cluster's slot map within {:?}: {last}",
+                    self.options.op_timeout
+                )));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Asks the known masters, then the seeds, for the slot map; takes the first complete one.
+    fn try_refresh(&self) -> Result<(), String> {
+        self.counters.map_refreshes.fetch_add(1, Ordering::Relaxed);
+        let mut candidates = self.masters();
+        for seed in &self.seeds {
+            if !candidates.contains(seed) {
+                candidates.push(seed.clone());
+            }
+        }
+        let mut last = String::from("no address to ask");
+        for addr in candidates {
+            let reply: Result<Value, RedisError> =
+                self.with_connection(&addr, |con| redis::cmd("CLUSTER").arg("SLOTS").query(con));
+            match reply
+                .map_err(|e| e.to_string())
+                .and_then(|v| SlotMap::from_cluster_slots(&v))
+            {
+                Ok(map) if map.covered() == SLOTS => {
+                    *self.map.write().expect("slot map lock") = Arc::new(map);
+                    return Ok(());
+                }
+                Ok(map) => last = format!("{addr} knows owners for only {} slots", map.covered()),
+                Err(e) => last = format!("{addr}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
+    /// Runs `f` on a pooled connection to `addr` (opening one if needed). A connection that
+    /// saw any error is dropped rather than returned to the pool.
+    fn with_connection<T>(
+        &self,
+        addr: &str,
+        f: impl FnOnce(&mut Connection) -> Result<T, RedisError>,
+    ) -> Result<T, RedisError> {
+        let pooled = self
+            .pools
+            .lock()
+            .expect("pool lock")
+            .get_mut(addr)
+            .and_then(Vec::pop);
+        let mut con = match pooled {
+            Some(con) => con,
+            None => {
+                let client = redis::Client::open(format!("redis://{addr}/"))?;
+                let con = client.get_connection_with_timeout(self.options.connect_timeout)?;
+                let io_timeout = Some(self.options.op_timeout.max(self.options.replica_timeout));
+                con.set_read_timeout(io_timeout)?;
+                con.set_write_timeout(io_timeout)?;
+                con
+            }
+        };
+        let result = f(&mut con);
+        if result.is_ok() {
+            let mut pools = self.pools.lock().expect("pool lock");
+            let pool = pools.entry(addr.to_string()).or_default();
+            if pool.len() < 64 {
+                pool.push(con);
+            }
+        }
+        result
+    }
+
+    /// Loads the function library on `addr` unless it already has this version.
+    fn ensure_library(&self, addr: &str, deadline: Instant) -> Result<(), DistError> {
+        loop {
+            let attempt = self.with_connection(addr, |con| {
+                let current: Option<String> =
+                    redis::cmd("FCALL").arg("et_version").arg(0).query(con).ok();
+                if current.as_deref() == Some(LIBRARY_VERSION) {
+                    return Ok(());
+                }
+                redis::cmd("FUNCTION")
+                    .arg("LOAD")
+                    .arg("REPLACE")
+                    .arg(LIBRARY)
+                    .query::<String>(con)
+                    .map(|_| ())
+            });
+            match attempt {
+                Ok(()) => return Ok(()),
+                Err(e) if is_transient(&e) && Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => {
+                    return Err(DistError::Unavailable(format!(
+                        "could not load the function library on {addr}: {e}"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Runs `request` on the master owning `slot`: redirects followed, transient failures
+    /// retried until `deadline`. Returns the replies of the request's commands and the
+    /// address that answered.
+    pub fn run(
+        &self,
+        slot: u16,
+        request: &Request,
+        deadline: Instant,
+    ) -> Result<(Vec<Value>, String), DistError> {
+        let mut ask: Option<String> = None;
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let map = self.slot_map();
+            let addr = match &ask {
+                Some(a) => a.clone(),
+                None => match map.owner(slot) {
+                    Some(node) => node.addr.clone(),
+                    None => {
+                        self.refresh_until(deadline)?;
+                        continue;
+                    }
+                },
+            };
+            let replicas = map.replicas_of(&addr);
+            let failure = match self.attempt(&addr, request, ask.is_some(), replicas) {
+                Ok(replies) => return Ok((replies, addr)),
+                Err(failure) => failure,
+            };
+            ask = None;
+            let reason = match failure {
+                Failure::Fatal(e) => return Err(e),
+                Failure::Moved => {
+                    self.counters.redirects.fetch_add(1, Ordering::Relaxed);
+                    let _ = self.try_refresh();
+                    "slot moved".to_string()
+                }
+                Failure::Ask(target) => {
+                    self.counters.redirects.fetch_add(1, Ordering::Relaxed);
+                    ask = Some(target);
+                    "slot migrating".to_string()
+                }
+                Failure::NoLibrary => {
+                    self.ensure_library(&addr, deadline)?;
+                    "function library missing".to_string()
+                }
+                Failure::Transient(reason) => {
+                    thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(250));
+                    let _ = self.try_refresh();
+                    reason
+                }
+            };
+            self.counters.retries.fetch_add(1, Ordering::Relaxed);
+            if Instant::now() >= deadline {
+                return Err(DistError::Unavailable(format!(
+                    "no answer within {:?} (last: {reason})",
+                    self.options.op_timeout
+                )));
+            }
+        }
+    }
+
+    /// One round trip: the request's commands (after ASKING when redirected by ASK) and,
+    /// for writes, WAIT.
+    fn attempt(
+        &self,
+        addr: &str,
+        request: &Request,
+        asking: bool,
+        replicas: usize,
+    ) -> Result<Vec<Value>, Failure> {
+        self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+        let wait = if request.write {
+            self.options.wait_replicas.min(replicas)
+        } else {
+            0
+        };
+        let mut pipe = redis::pipe();
+        if asking {
+            pipe.cmd("ASKING").ignore();
+        }
+        for cmd in &request.cmds {
+            pipe.add_command(cmd.clone());
+        }
+        if wait > 0 {
+            pipe.cmd("WAIT")
+                .arg(wait)
+                .arg(self.options.replica_timeout.as_millis() as u64);
+        }
+        let replies: Vec<Value> = self
+            .with_connection(addr, |con| pipe.query(con))
+            .map_err(classify)?;
+        let mut replies = replies;
+        if wait > 0 {
+            let acked = match replies.pop() {
+                Some(Value::Int(n)) => n,
+                other => {
+                    return Err(Failure::Fatal(DistError::Redis(format!(
+                        "unexpected WAIT reply {other:?}"
+                    ))))
+                }
+            };
+            if (acked as usize) < wait {
+                return Err(Failure::Fatal(DistError::Unavailable(format!(
+                    "write applied on {addr} but acknowledged by {acked} of {wait} replicas within {:?}",
+                    self.options.replica_timeout
+                ))));
+            }
+        }
+        Ok(replies)
+    }
+}
+
+fn is_transient(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::BusyLoading
+                    | ServerErrorKind::ReadOnly
+            )
+        )
+}
+
+fn classify(e: RedisError) -> Failure {
+    match e.kind() {
+        ErrorKind::Server(ServerErrorKind::Moved) => Failure::Moved,
+        ErrorKind::Server(ServerErrorKind::Ask) => match e.redirect_node() {
+            Some((addr, _)) => Failure::Ask(addr.to_string()),
+            None => Failure::Moved,
+        },
+        _ if is_transient(&e) => Failure::Transient(e.to_string()),
+        _ => {
+            let text = e.to_string();
+            if text.contains("Function not found") {
+                Failure::NoLibrary
+            } else if text.contains("elastree check:") || text.contains("elastree: missing") {
+                Failure::Fatal(DistError::Corrupt(text))
+            } else {
+                Failure::Fatal(DistError::Redis(text))
+            }
+        }
+    }
+}
