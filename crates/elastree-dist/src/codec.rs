@@ -144,6 +144,27 @@ pub(crate) fn parse_root_ref(b: &[u8]) -> Option<RootRef> {
     })
 }
 
+/// The (low fence, root) pairs of a LOWERED reply's items, in tag `token`.
+pub(crate) fn children(items: &[Value], token: u64) -> Result<Vec<(Vec<u8>, RootRef)>, DistError> {
+    let mut out = Vec::with_capacity(items.len() / 2);
+    for pair in items.chunks(2) {
+        let [lo, id] = pair else {
+            return Err(DistError::Corrupt("odd list of lowered children".into()));
+        };
+        out.push((
+            bytes_of(lo)?,
+            RootRef {
+                token,
+                id: u64_of(id)?,
+            },
+        ));
+    }
+    if out.is_empty() {
+        return Err(DistError::Corrupt("a lowered root without children".into()));
+    }
+    Ok(out)
+}
+
 /// A scan bound as the three arguments et_scan takes: has, key, inclusive.
 pub(crate) fn bound_args(b: &Bound<Vec<u8>>) -> (&'static [u8], &[u8], &'static [u8]) {
     match b {

@@ -299,7 +299,7 @@ impl DistIndex {
         self.install_top(&replies[0])
     }
 
-    fn install_top(&self, reply: &Value) -> Result<(), DistError> {
+    pub(crate) fn install_top(&self, reply: &Value) -> Result<(), DistError> {
         self.top_refreshes.fetch_add(1, Ordering::Relaxed);
         let fresh = Top::parse(reply)?;
         let mut top = self.top.write().expect("top lock");
@@ -329,6 +329,39 @@ impl DistIndex {
         let (replies, _) = self.router.run(
             slot_of(t.as_bytes()),
             &Request::write(vec![post, read]),
+            deadline,
+        )?;
+        self.install_top(&replies[1])
+    }
+
+    /// Replaces the top entry of `root` by `children` (low fence, root) in one atomic
+    /// compare-and-set, then re-reads the top (one round trip). A conflict means another
+    /// client did it first.
+    pub(crate) fn replace_in_top(
+        &self,
+        root: RootRef,
+        children: &[(Vec<u8>, RootRef)],
+        deadline: Instant,
+    ) -> Result<(), DistError> {
+        let t = self.top_tag();
+        let top_key = format!("{t}:top");
+        let old = codec::root_ref(root);
+        let mut args: Vec<Vec<u8>> = vec![t.clone().into_bytes()];
+        for (i, (lo, child)) in children.iter().enumerate() {
+            args.push(lo.clone());
+            args.push(if i == 0 {
+                old.clone().into_bytes()
+            } else {
+                Vec::new()
+            });
+            args.push(codec::root_ref(*child).into_bytes());
+        }
+        let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let cas = codec::fcall("et_top_cas", &top_key, &arg_refs);
+        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
+        let (replies, _) = self.router.run(
+            slot_of(t.as_bytes()),
+            &Request::write(vec![cas, read]),
             deadline,
         )?;
         self.install_top(&replies[1])
@@ -403,15 +436,7 @@ impl DistIndex {
                 }
                 "STALE" => {
                     self.stale_routes.fetch_add(1, Ordering::Relaxed);
-                    if reply.hint_id != 0 {
-                        let sibling = RootRef {
-                            token: target.token,
-                            id: reply.hint_id,
-                        };
-                        self.post(&reply.hint_sep, sibling, deadline)?;
-                    } else {
-                        self.refresh_top(deadline)?;
-                    }
+                    self.refresh_top(deadline)?;
                     stale_in_a_row += 1;
                     if stale_in_a_row > 3 {
                         thread::sleep(Duration::from_millis(5));
@@ -421,6 +446,14 @@ impl DistIndex {
                             "the index's top kept changing under this operation".into(),
                         ));
                     }
+                    target = self.route(position);
+                }
+                "LOWERED" => {
+                    // The cut-off moved below this root; finish (idempotently) the top
+                    // update that replaces it by its children, then route again.
+                    self.stale_routes.fetch_add(1, Ordering::Relaxed);
+                    let children = codec::children(&reply.items, target.token)?;
+                    self.replace_in_top(target, &children, deadline)?;
                     target = self.route(position);
                 }
                 "BUSY" => {

@@ -42,6 +42,7 @@
 //! The [`baseline`] module is the paper's Baseline: the same tree with every node its own key
 //! (no shared tag), traversed from the client one node per round trip.
 
+mod balance;
 pub mod baseline;
 mod check;
 mod codec;
@@ -51,6 +52,7 @@ mod router;
 pub mod slots;
 mod top;
 
+pub use balance::RebalanceReport;
 pub use error::DistError;
 pub use index::{DistIndex, DistOptions, DistStats};
 pub use router::RouterOptions;

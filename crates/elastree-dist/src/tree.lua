@@ -19,7 +19,8 @@ so they live in one slot on one master):
                  [8] freeze deadline (ms since the epoch, 0: not frozen), roots only
                  [9] freeze token, roots only
   Markers: {FWD, token, id}: the sub-tree moved to tag token, same id.
-           {LOWERED}: this root's children became sub-tree roots (the cut-off moved down).
+           {LOWERED, los, ids}: this root's children (low fences, ids) became sub-tree roots
+           (the cut-off moved down); kept so a client can finish the top update.
 Invariants of a node: keys strictly ascending, every key in [low, high); an inner node's
 child i covers [keys[i-1], keys[i]) with the node's fences at the ends; all leaves of a
 sub-tree at level 0; the leaves of a sub-tree are chained left to right by their right links.
@@ -34,7 +35,7 @@ hint_id > 0 says the call moved right past the client's sub-tree root to a sub-t
 starting at hint_sep: the client's top is stale and that root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-4'
+local VERSION = 'elastree-tree-5'
 local FWD, LOWERED = -1, -2
 
 -- Byte order on strings. Lua compares strings with strcoll; under the C locale (which Redis
@@ -127,6 +128,16 @@ local function below_low(n, key, strict)
   return lt(key, n[2])
 end
 
+-- {LOWERED, '', 0, lo1, id1, ...}: the children that replaced a lowered root.
+local function lowered_reply(n)
+  local r = {'LOWERED', '', 0}
+  for i = 1, #n[3] do
+    r[#r + 1] = n[2][i]
+    r[#r + 1] = n[3][i]
+  end
+  return r
+end
+
 -- Enters the sub-tree root `id` for the position (key, strict), moving right along the
 -- root level while the position lies beyond a root's high fence. Returns the root id and
 -- node, the hint (sep, id) when it moved, or nil and the reply to return.
@@ -134,7 +145,8 @@ local function enter(P, id, key, strict)
   local n = load(P, id)
   if not n then return nil, nil, nil, {'STALE', '', 0} end
   if n[1] == FWD then return nil, nil, nil, {'FWD', '', 0, n[2], n[3]} end
-  if n[1] == LOWERED or n[7] ~= 1 then return nil, nil, nil, {'STALE', '', 0} end
+  if n[1] == LOWERED then return nil, nil, nil, lowered_reply(n) end
+  if n[7] ~= 1 then return nil, nil, nil, {'STALE', '', 0} end
   if below_low(n, key, strict) then return nil, nil, nil, {'STALE', '', 0} end
   local hint_sep, hint_id = '', 0
   while beyond_high(n, key, strict) do
@@ -466,10 +478,15 @@ end
 local function et_import(keys, args)
   local Q, count = args[1], tonumber(args[2])
   local max_id = tonumber(redis.call('HGET', Q .. ':m', 'next') or '0')
+  local present = {}
+  for j = 3, #args, 2 do present[tonumber(args[j])] = true end
   for j = 3, #args, 2 do
     local nid = tonumber(args[j])
     local n = cmsgpack.unpack(args[j + 1])
     if n[7] == 1 then n[8], n[9] = 0, '' end
+    -- A right link out of the sub-tree names a node of the old tag: cut it (a call that
+    -- would follow it answers STALE and the client re-reads the top).
+    if not present[n[4]] then n[4] = 0 end
     store(Q, nid, n)
     if nid > max_id then max_id = nid end
   end
@@ -507,7 +524,7 @@ local function et_unfreeze(keys, args)
   return 'OK'
 end
 
--- et_lower(KEYS: P:m; ARGV: P, root) -> {OK, level, lo1, id1, lo2, id2, ...}: the cut-off
+-- et_lower(KEYS: P:m; ARGV: P, root) -> {LOWERED, '', 0, lo1, id1, lo2, id2, ...}: the cut-off
 -- moves below this root: its children become sub-tree roots (chained by right links) and the
 -- root becomes a LOWERED marker. A leaf root cannot be lowered: {LEAF}.
 local function et_lower(keys, args)
@@ -516,18 +533,18 @@ local function et_lower(keys, args)
   if root == nil or root[1] < 0 or root[7] ~= 1 then return {'STALE'} end
   if frozen(root) then return {'BUSY'} end
   if root[1] == 0 then return {'LEAF'} end
-  local out = {'OK', root[1]}
   local children = root[6]
+  local los = {}
   for i, cid in ipairs(children) do
     local c = load(P, cid)
     c[7], c[8], c[9] = 1, 0, ''
     c[4] = (i < #children) and children[i + 1] or root[4]
     store(P, cid, c)
-    out[#out + 1] = c[2]
-    out[#out + 1] = cid
+    los[i] = c[2]
   end
-  store(P, id, {LOWERED})
-  return out
+  local marker = {LOWERED, los, children}
+  store(P, id, marker)
+  return lowered_reply(marker)
 end
 
 -- Checks one sub-tree; returns {count, height, nodes} or raises the first violation.

@@ -1,0 +1,345 @@
+//! Elastic scaling and load balancing (the paper's sections 6 and 8): adapt the cut-off to
+//! the number of masters (Algorithm 2: at least the target number of sub-trees per master,
+//! the replicated top as small as possible), then move sub-trees until every master holds
+//! about the same number.
+//!
+//! Lowering the cut-off under a sub-tree root turns the root's children into sub-tree roots:
+//! `et_lower` marks the root LOWERED (remembering its children) and a compare-and-set on the
+//! top replaces its entry by theirs; a client that meets the marker before the top changed
+//! finishes that update itself. Moving a sub-tree re-tags it: `et_freeze` exports it and
+//! makes it refuse writes (BUSY, which clients retry), `et_import` writes it under a fresh
+//! tag whose slot the target master owns, `et_forward` leaves a forwarding marker in the old
+//! place (clients that still route there follow it) and a compare-and-set points the top at
+//! the new place. If the freeze expires first (the mover died or was too slow), the copy is
+//! dropped and the sub-tree stays where it was.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use crate::codec;
+use crate::error::DistError;
+use crate::index::{DistIndex, RootRef};
+use crate::router::Request;
+use crate::slots::slot_of;
+
+/// What [`DistIndex::rebalance`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebalanceReport {
+    /// Masters that own slots.
+    pub masters: usize,
+    /// Sub-trees before and after.
+    pub subtrees_before: usize,
+    /// Sub-trees after.
+    pub subtrees_after: usize,
+    /// Sub-tree roots the cut-off was lowered under.
+    pub lowered: usize,
+    /// Sub-trees moved to another master.
+    pub moved: usize,
+    /// Sub-trees per master after, by address.
+    pub per_master: BTreeMap<String, usize>,
+}
+
+impl RebalanceReport {
+    /// The largest relative deviation of a master's sub-tree count from the mean (0.0 when
+    /// perfectly even).
+    pub fn imbalance(&self) -> f64 {
+        if self.per_master.is_empty() || self.subtrees_after == 0 {
+            return 0.0;
+        }
+        let mean = self.subtrees_after as f64 / self.per_master.len() as f64;
+        self.per_master
+            .values()
+            .map(|&n| (n as f64 - mean).abs() / mean)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// How long a migration may keep a sub-tree frozen.
+const FREEZE: Duration = Duration::from_secs(10);
+
+impl DistIndex {
+    /// Adapts the cut-off to the current masters and spreads the sub-trees evenly over
+    /// them. Safe to run while other clients read and write (they see at most a short BUSY
+    /// on a sub-tree being moved) and from several clients at once (every step is
+    /// compare-and-set).
+    pub fn rebalance(&self) -> Result<RebalanceReport, DistError> {
+        let deadline = Instant::now() + self.options.router.op_timeout.max(Duration::from_secs(60));
+        self.router.refresh_until(deadline)?;
+        self.refresh_top(deadline)?;
+        let masters = self.router.masters();
+        let mut report = RebalanceReport {
+            masters: masters.len(),
+            subtrees_before: self.cached_top().entries.len(),
+            ..RebalanceReport::default()
+        };
+        report.lowered = self.lower_cutoff(&masters, deadline)?;
+        report.moved = self.spread(&masters, deadline)?;
+        self.refresh_top(deadline)?;
+        report.subtrees_after = self.cached_top().entries.len();
+        report.per_master = self.subtrees_per_master()?;
+        Ok(report)
+    }
+
+    /// Sub-trees per master, by the slot of each sub-tree's tag.
+    pub fn subtrees_per_master(&self) -> Result<BTreeMap<String, usize>, DistError> {
+        let map = self.router.slot_map();
+        let mut counts: BTreeMap<String, usize> =
+            map.masters().into_iter().map(|m| (m, 0)).collect();
+        for entry in &self.cached_top().entries {
+            let tag = self.subtree_tag(entry.token);
+            let owner = map.owner(slot_of(tag.as_bytes())).ok_or_else(|| {
+                DistError::Unavailable(format!("no master owns the slot of {tag}"))
+            })?;
+            *counts.entry(owner.addr.clone()).or_default() += 1;
+        }
+        Ok(counts)
+    }
+
+    /// Lowers the cut-off under sub-tree roots, round-robin over the masters holding the
+    /// most sub-trees, until there are at least `subtrees_per_master` per master or no root
+    /// has children left. Returns how many roots it lowered.
+    fn lower_cutoff(&self, masters: &[String], deadline: Instant) -> Result<usize, DistError> {
+        let target = self.options.subtrees_per_master * masters.len();
+        let mut lowered = 0;
+        let mut leaves: Vec<RootRef> = Vec::new();
+        while self.cached_top().entries.len() < target {
+            let counts = self.subtrees_per_master()?;
+            let map = self.router.slot_map();
+            // The candidate: a non-leaf root on the master with the most sub-trees.
+            let mut candidates: Vec<(usize, RootRef)> = self
+                .cached_top()
+                .entries
+                .iter()
+                .map(|e| RootRef {
+                    token: e.token,
+                    id: e.id,
+                })
+                .filter(|r| !leaves.contains(r))
+                .map(|r| {
+                    let tag = self.subtree_tag(r.token);
+                    let owner = map
+                        .owner(slot_of(tag.as_bytes()))
+                        .map(|o| counts.get(&o.addr).copied().unwrap_or(0))
+                        .unwrap_or(0);
+                    (owner, r)
+                })
+                .collect();
+            candidates.sort_by(|a, b| b.0.cmp(&a.0));
+            let Some(&(_, root)) = candidates.first() else {
+                break;
+            };
+            let tag = self.subtree_tag(root.token);
+            let id = root.id.to_string();
+            let cmd = codec::fcall(
+                "et_lower",
+                &format!("{tag}:m"),
+                &[tag.as_bytes(), id.as_bytes()],
+            );
+            let (replies, _) = self.router.run(
+                slot_of(tag.as_bytes()),
+                &Request::write(vec![cmd]),
+                deadline,
+            )?;
+            let reply = codec::Reply::parse(&replies[0])?;
+            match reply.status.as_str() {
+                "LOWERED" => {
+                    let children = codec::children(&reply.items, root.token)?;
+                    self.replace_in_top(root, &children, deadline)?;
+                    lowered += 1;
+                }
+                "LEAF" | "BUSY" => leaves.push(root),
+                _ => self.refresh_top(deadline)?,
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        Ok(lowered)
+    }
+
+    /// Moves sub-trees from the fullest master to the emptiest until their counts differ
+    /// by at most one. Returns how many it moved.
+    fn spread(&self, masters: &[String], deadline: Instant) -> Result<usize, DistError> {
+        let mut moved = 0;
+        let mut stuck: Vec<RootRef> = Vec::new();
+        for _ in 0..self.cached_top().entries.len() * 2 + masters.len() {
+            let counts = self.subtrees_per_master()?;
+            let (Some(most), Some(least)) = (
+                counts.iter().max_by_key(|(_, &n)| n),
+                counts.iter().min_by_key(|(_, &n)| n),
+            ) else {
+                break;
+            };
+            if most.1 - least.1 <= 1 {
+                break;
+            }
+            let (from, to) = (most.0.clone(), least.0.clone());
+            let map = self.router.slot_map();
+            let Some(root) = self
+                .cached_top()
+                .entries
+                .iter()
+                .map(|e| RootRef {
+                    token: e.token,
+                    id: e.id,
+                })
+                .filter(|r| !stuck.contains(r))
+                .find(|r| {
+                    let tag = self.subtree_tag(r.token);
+                    map.owner(slot_of(tag.as_bytes()))
+                        .is_some_and(|o| o.addr == from)
+                })
+            else {
+                break;
+            };
+            if self.migrate(root, &to, deadline)? {
+                moved += 1;
+            } else {
+                stuck.push(root);
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// A fresh tag token whose slot the master `addr` owns.
+    fn token_on(&self, addr: &str, deadline: Instant) -> Result<u64, DistError> {
+        let t = self.top_tag();
+        let map = self.router.slot_map();
+        loop {
+            let batch = 64u64;
+            let n = batch.to_string();
+            let cmd = codec::fcall("et_tokens", &format!("{t}:conf"), &[n.as_bytes()]);
+            let (replies, _) =
+                self.router
+                    .run(slot_of(t.as_bytes()), &Request::write(vec![cmd]), deadline)?;
+            let first = codec::u64_of(&replies[0])?;
+            for token in first..first + batch {
+                let tag = self.subtree_tag(token);
+                if map
+                    .owner(slot_of(tag.as_bytes()))
+                    .is_some_and(|o| o.addr == addr)
+                {
+                    return Ok(token);
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(DistError::Unavailable(format!(
+                    "found no tag on {addr} (does it own slots?)"
+                )));
+            }
+        }
+    }
+
+    /// Moves the sub-tree `root` to master `to`. Returns false if it could not (busy, or
+    /// the freeze expired) and left it in place.
+    fn migrate(&self, root: RootRef, to: &str, deadline: Instant) -> Result<bool, DistError> {
+        let token = self.token_on(to, deadline)?;
+        let old_tag = self.subtree_tag(root.token);
+        let new_tag = self.subtree_tag(token);
+        let id = root.id.to_string();
+        let freeze_token = format!("mig-{}-{}", std::process::id(), token);
+        let ttl = FREEZE.as_millis().to_string();
+        let freeze = codec::fcall(
+            "et_freeze",
+            &format!("{old_tag}:m"),
+            &[
+                old_tag.as_bytes(),
+                id.as_bytes(),
+                freeze_token.as_bytes(),
+                ttl.as_bytes(),
+            ],
+        );
+        let (replies, _) = self.router.run(
+            slot_of(old_tag.as_bytes()),
+            &Request::write(vec![freeze]),
+            deadline,
+        )?;
+        let Value::Array(parts) = &replies[0] else {
+            return Err(DistError::Corrupt(format!(
+                "et_freeze reply {:?}",
+                replies[0]
+            )));
+        };
+        if codec::bytes_of(parts.first().unwrap_or(&Value::Nil))? != b"OK" {
+            return Ok(false);
+        }
+        // Import: {Q, count, id1, blob1, ...} on the new tag.
+        let mut import = redis::cmd("FCALL");
+        import
+            .arg("et_import")
+            .arg(1)
+            .arg(format!("{new_tag}:m"))
+            .arg(&new_tag);
+        for part in &parts[1..] {
+            import.arg(codec::bytes_of(part)?);
+        }
+        self.router.run(
+            slot_of(new_tag.as_bytes()),
+            &Request::write(vec![import]),
+            deadline,
+        )?;
+        let token_s = token.to_string();
+        let forward = codec::fcall(
+            "et_forward",
+            &format!("{old_tag}:m"),
+            &[
+                old_tag.as_bytes(),
+                id.as_bytes(),
+                freeze_token.as_bytes(),
+                token_s.as_bytes(),
+            ],
+        );
+        let (replies, _) = self.router.run(
+            slot_of(old_tag.as_bytes()),
+            &Request::write(vec![forward]),
+            deadline,
+        )?;
+        let moved = RootRef { token, id: root.id };
+        if codec::bytes_of(&replies[0])? != b"OK" {
+            // The freeze expired: drop the copy, leave the sub-tree where it is.
+            self.drop_subtree(moved, deadline)?;
+            return Ok(false);
+        }
+        // Point the top at the new place (the old one forwards meanwhile).
+        let lo = self
+            .cached_top()
+            .entries
+            .iter()
+            .find(|e| e.token == root.token && e.id == root.id)
+            .map(|e| e.lo.clone())
+            .ok_or_else(|| DistError::Corrupt("a moved sub-tree left the top".into()))?;
+        self.set_top_entry(&lo, root, moved, deadline)?;
+        Ok(true)
+    }
+
+    /// Compare-and-set of one top entry from `from` to `to`, then a re-read of the top.
+    fn set_top_entry(
+        &self,
+        lo: &[u8],
+        from: RootRef,
+        to: RootRef,
+        deadline: Instant,
+    ) -> Result<(), DistError> {
+        let t = self.top_tag();
+        let top_key = format!("{t}:top");
+        let old = codec::root_ref(from);
+        let new = codec::root_ref(to);
+        let cas = codec::fcall(
+            "et_top_cas",
+            &top_key,
+            &[t.as_bytes(), lo, old.as_bytes(), new.as_bytes()],
+        );
+        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
+        let (replies, _) = self.router.run(
+            slot_of(t.as_bytes()),
+            &Request::write(vec![cas, read]),
+            deadline,
+        )?;
+        self.install_top(&replies[1])
+    }
+}
