@@ -126,7 +126,7 @@ impl DistIndex {
                     (owner, r)
                 })
                 .collect();
-            candidates.sort_by(|a, b| b.0.cmp(&a.0));
+            candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
             let Some(&(_, root)) = candidates.first() else {
                 break;
             };
