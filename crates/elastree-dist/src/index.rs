@@ -9,9 +9,10 @@ use std::sync::{Arc, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use elastree::{check_key, Direction, Error, Index, IndexKind, KeyLen, MemoryUsage};
+use elastree::{Direction, IndexKind, MemoryUsage};
 use redis::Value;
 
+use crate::adapter::{index_via_stored_map, StoredMap};
 use crate::codec::{self, Reply};
 use crate::error::DistError;
 use crate::router::{Request, Router, RouterOptions};
@@ -93,6 +94,11 @@ impl DistOptions {
         }
         Ok(())
     }
+}
+
+/// Validates options (shared with the baseline).
+pub(crate) fn validate(options: &DistOptions) -> Result<(), DistError> {
+    options.validate()
 }
 
 /// What a client has done so far: the basis of round trips per operation.
@@ -488,11 +494,6 @@ impl DistIndex {
             .fetch_add(contacted.len() as u64, Ordering::Relaxed);
     }
 
-    fn check_key(&self, key: &[u8]) -> Result<(), DistError> {
-        check_key(key, self.options.max_key_len, KeyLen::Variable)?;
-        Ok(())
-    }
-
     /// Looks up one stored key (unique keys, or composite keys of a non-unique index).
     fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
         let deadline = self.deadline();
@@ -740,34 +741,10 @@ impl DistIndex {
             .run(slot_of(t.as_bytes()), &Request::write(vec![del]), deadline)?;
         Ok(())
     }
-
-    /// Stored form of a user key and tid: the key itself in a unique index; in a non-unique
-    /// one the key escaped (0x00 -> 0x00 0xFF, then 0x00 0x00) followed by the big-endian
-    /// tid, so stored keys order by (key, tid).
-    fn stored(&self, key: &[u8], tid: u64) -> Vec<u8> {
-        if self.options.unique {
-            key.to_vec()
-        } else {
-            codec::composite(key, tid)
-        }
-    }
 }
 
-fn to_index_error(e: DistError) -> Error {
-    match e {
-        DistError::Index(e) => e,
-        DistError::Corrupt(msg) => Error::Corrupt(msg),
-        DistError::Invalid(msg) => Error::InvalidConfig(msg),
-        other => Error::Unavailable(other.to_string()),
-    }
-}
-
-impl Index for DistIndex {
-    fn kind(&self) -> IndexKind {
-        IndexKind::Dist
-    }
-
-    fn is_unique(&self) -> bool {
+impl StoredMap for DistIndex {
+    fn unique(&self) -> bool {
         self.options.unique
     }
 
@@ -775,110 +752,44 @@ impl Index for DistIndex {
         self.options.max_key_len
     }
 
-    fn insert(&self, key: &[u8], tid: u64) -> Result<Option<u64>, Error> {
-        self.check_key(key).map_err(to_index_error)?;
-        let stored = self.stored(key, tid);
-        self.put_stored(&stored, tid, self.options.unique)
-            .map_err(to_index_error)
+    fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
+        DistIndex::get_stored(self, stored)
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<u64>, Error> {
-        self.check_key(key).map_err(to_index_error)?;
-        if self.options.unique {
-            return self.get_stored(key).map_err(to_index_error);
-        }
-        let mut first = None;
-        self.scan_key_tids(key, 1, &mut |tid| first = Some(tid))?;
-        Ok(first)
+    fn put_stored(&self, stored: &[u8], tid: u64, replace: bool) -> Result<Option<u64>, DistError> {
+        DistIndex::put_stored(self, stored, tid, replace)
     }
 
-    fn get_all(&self, key: &[u8], out: &mut Vec<u64>) -> Result<(), Error> {
-        self.check_key(key).map_err(to_index_error)?;
-        if self.options.unique {
-            out.extend(self.get_stored(key).map_err(to_index_error)?);
-            return Ok(());
-        }
-        self.scan_key_tids(key, usize::MAX, &mut |tid| out.push(tid))
-    }
-
-    fn remove(&self, key: &[u8]) -> Result<Option<u64>, Error> {
-        self.check_key(key).map_err(to_index_error)?;
-        if !self.options.unique {
-            return Err(Error::Unsupported {
-                operation: "remove",
-                reason: "a non-unique index removes pairs: use remove_pair",
-            });
-        }
-        Ok(self.remove_stored(key, None).map_err(to_index_error)?.0)
-    }
-
-    fn remove_pair(&self, key: &[u8], tid: u64) -> Result<bool, Error> {
-        self.check_key(key).map_err(to_index_error)?;
-        if self.options.unique {
-            return Ok(self
-                .remove_stored(key, Some(tid))
-                .map_err(to_index_error)?
-                .1);
-        }
-        let stored = codec::composite(key, tid);
-        Ok(self.remove_stored(&stored, None).map_err(to_index_error)?.1)
-    }
-
-    fn scan(
+    fn remove_stored(
         &self,
-        lower: Bound<&[u8]>,
-        upper: Bound<&[u8]>,
+        stored: &[u8],
+        expected: Option<u64>,
+    ) -> Result<(Option<u64>, bool), DistError> {
+        DistIndex::remove_stored(self, stored, expected)
+    }
+
+    fn scan_stored(
+        &self,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
         direction: Direction,
         limit: usize,
         visit: &mut dyn FnMut(&[u8], u64),
-    ) -> Result<usize, Error> {
-        for bound in [lower, upper] {
-            if let Bound::Included(k) | Bound::Excluded(k) = bound {
-                self.check_key(k).map_err(to_index_error)?;
-            }
-        }
-        if limit == 0 {
-            return Ok(0);
-        }
-        if self.options.unique {
-            let lower = lower.map(<[u8]>::to_vec);
-            let upper = upper.map(<[u8]>::to_vec);
-            return self
-                .scan_stored(lower, upper, direction, limit, visit)
-                .map_err(to_index_error);
-        }
-        let lower = match lower {
-            Bound::Included(k) => Bound::Included(codec::composite(k, 0)),
-            Bound::Excluded(k) => Bound::Excluded(codec::composite(k, u64::MAX)),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let upper = match upper {
-            Bound::Included(k) => Bound::Included(codec::composite(k, u64::MAX)),
-            Bound::Excluded(k) => Bound::Excluded(codec::composite(k, 0)),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let mut failure = None;
-        let n = self
-            .scan_stored(lower, upper, direction, limit, &mut |stored, tid| {
-                match codec::split_composite(stored) {
-                    Some((key, _)) => visit(&key, tid),
-                    None => failure = Some(stored.to_vec()),
-                }
-            })
-            .map_err(to_index_error)?;
-        match failure {
-            Some(stored) => Err(Error::Corrupt(format!(
-                "stored key {stored:?} is not a (key, tid) composite"
-            ))),
-            None => Ok(n),
-        }
+    ) -> Result<usize, DistError> {
+        DistIndex::scan_stored(self, lower, upper, direction, limit, visit)
     }
+}
 
-    fn len(&self) -> usize {
+impl DistIndex {
+    /// [`Index::len`]: the entry count, 0 when the cluster cannot be reached (use
+    /// [`DistIndex::try_len`] to see the error).
+    fn index_len(&self) -> usize {
         self.try_len().unwrap_or(0)
     }
 
-    fn memory(&self) -> MemoryUsage {
+    /// [`Index::memory`]: the client's own bytes (the cached top); the tree itself is in
+    /// the cluster's memory.
+    fn index_memory(&self) -> MemoryUsage {
         MemoryUsage {
             inner: 0,
             leaves: 0,
@@ -886,25 +797,9 @@ impl Index for DistIndex {
         }
     }
 
-    fn check(&self) -> Result<(), Error> {
-        self.try_check().map_err(to_index_error)
+    fn index_check(&self) -> Result<(), DistError> {
+        self.try_check()
     }
 }
 
-impl DistIndex {
-    /// Visits the tids of one key of a non-unique index, in ascending order.
-    fn scan_key_tids(
-        &self,
-        key: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(u64),
-    ) -> Result<(), Error> {
-        let lower = Bound::Included(codec::composite(key, 0));
-        let upper = Bound::Included(codec::composite(key, u64::MAX));
-        self.scan_stored(lower, upper, Direction::Ascending, limit, &mut |_, tid| {
-            visit(tid)
-        })
-        .map_err(to_index_error)?;
-        Ok(())
-    }
-}
+index_via_stored_map!(DistIndex, IndexKind::Dist);

@@ -42,6 +42,7 @@
 //! The [`baseline`] module is the paper's Baseline: the same tree with every node its own key
 //! (no shared tag), traversed from the client one node per round trip.
 
+mod adapter;
 mod balance;
 pub mod baseline;
 mod check;

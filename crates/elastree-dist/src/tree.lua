@@ -35,7 +35,7 @@ hint_id > 0 says the call moved right past the client's sub-tree root to a sub-t
 starting at hint_sep: the client's top is stale and that root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-5'
+local VERSION = 'elastree-tree-6'
 local FWD, LOWERED = -1, -2
 
 -- Byte order on strings. Lua compares strings with strcoll; under the C locale (which Redis
@@ -685,6 +685,82 @@ local function et_version(keys, args)
   return VERSION
 end
 
+
+---------------------------------------------------------------------------------------------
+-- The Baseline (the paper's B+-tree without co-location or execution migration): every node
+-- its own key, anywhere in the cluster; the client walks the tree one node per round trip.
+-- These single-key functions only make a change to one node atomic. Nodes have the layout
+-- above, [8] a version bumped on every change.
+
+-- etb_leaf_put(KEYS: node; ARGV: key, tid, cap, mode) -> {OK [, old]} | {RIGHT, id} | {FULL}
+local function etb_leaf_put(keys, args)
+  local s = redis.call('GET', keys[1])
+  if not s then return {'MISSING'} end
+  local n = cmsgpack.unpack(s)
+  local key, val, cap, mode = args[1], args[2], tonumber(args[3]), args[4]
+  if beyond_high(n, key, false) then return {'RIGHT', n[4]} end
+  local i = lower_bound(n[5], key)
+  if n[5][i] == key then
+    local old = n[6][i]
+    if mode == 'u' and old ~= val then
+      n[6][i] = val
+      n[8] = (n[8] or 0) + 1
+      redis.call('SET', keys[1], cmsgpack.pack(n))
+    end
+    return {'OK', old}
+  end
+  if #n[5] >= cap then return {'FULL'} end
+  table.insert(n[5], i, key)
+  table.insert(n[6], i, val)
+  n[8] = (n[8] or 0) + 1
+  redis.call('SET', keys[1], cmsgpack.pack(n))
+  return {'OK'}
+end
+
+-- etb_leaf_del(KEYS: node; ARGV: key, expected) -> {OK [, old, removed]} | {RIGHT, id}
+local function etb_leaf_del(keys, args)
+  local s = redis.call('GET', keys[1])
+  if not s then return {'MISSING'} end
+  local n = cmsgpack.unpack(s)
+  local key, expected = args[1], args[2]
+  if beyond_high(n, key, false) then return {'RIGHT', n[4]} end
+  local i = lower_bound(n[5], key)
+  if n[5][i] ~= key then return {'OK'} end
+  local old = n[6][i]
+  if expected ~= '' and old ~= expected then return {'OK', old, '0'} end
+  table.remove(n[5], i)
+  table.remove(n[6], i)
+  n[8] = (n[8] or 0) + 1
+  redis.call('SET', keys[1], cmsgpack.pack(n))
+  return {'OK', old, '1'}
+end
+
+-- etb_inner_put(KEYS: node; ARGV: sep, child, cap) -> {OK} | {RIGHT, id} | {FULL}: adds a
+-- separator and its right child (idempotent).
+local function etb_inner_put(keys, args)
+  local s = redis.call('GET', keys[1])
+  if not s then return {'MISSING'} end
+  local n = cmsgpack.unpack(s)
+  local sep, child, cap = args[1], tonumber(args[2]), tonumber(args[3])
+  if beyond_high(n, sep, false) then return {'RIGHT', n[4]} end
+  local i = upper_bound(n[5], sep)
+  if n[5][i - 1] == sep then return {'OK'} end
+  if #n[6] >= cap then return {'FULL'} end
+  table.insert(n[5], i, sep)
+  table.insert(n[6], i + 1, child)
+  n[8] = (n[8] or 0) + 1
+  redis.call('SET', keys[1], cmsgpack.pack(n))
+  return {'OK'}
+end
+
+-- etb_cas(KEYS: key; ARGV: expected, new): sets the key if it holds `expected` ('' = absent).
+local function etb_cas(keys, args)
+  local cur = redis.call('GET', keys[1]) or ''
+  if cur ~= args[1] then return 'CONFLICT' end
+  redis.call('SET', keys[1], args[2])
+  return 'OK'
+end
+
 redis.register_function('et_get', et_get)
 redis.register_function('et_put', et_put)
 redis.register_function('et_del', et_del)
@@ -703,4 +779,8 @@ redis.register_function('et_post', et_post)
 redis.register_function('et_top_cas', et_top_cas)
 redis.register_function('et_init', et_init)
 redis.register_function('et_tokens', et_tokens)
+redis.register_function('etb_leaf_put', etb_leaf_put)
+redis.register_function('etb_leaf_del', etb_leaf_del)
+redis.register_function('etb_inner_put', etb_inner_put)
+redis.register_function('etb_cas', etb_cas)
 redis.register_function{function_name = 'et_version', callback = et_version, flags = {'no-writes'}}
