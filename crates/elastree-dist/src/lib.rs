@@ -1,2 +1,3 @@
 //! placeholder
 pub mod error;
+pub mod local;
