@@ -1,8 +1,9 @@
 //! Command-line arguments (clap derive) and the dispatch of each subcommand.
 //!
 //! Exit codes: 0 on success, 1 on an I/O error (or a benchmark measurement that failed its
-//! result check), 2 on bad arguments (clap's usage errors, an unknown experiment) or an index
-//! that cannot be built with the options given.
+//! result check, or a local cluster that fails), 2 on bad arguments (clap's usage errors, an
+//! unknown experiment), an index that cannot be built with the options given, or a missing
+//! redis-server for `elastree cluster`.
 
 use std::io::{self, IsTerminal};
 use std::process::ExitCode;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use elastree::table::KeySource;
 
+use crate::cluster::ClusterArgs;
 use crate::shell::{run_shell_with_table, ShellTable};
 
 /// Exit code for an index that cannot be built (the same as clap's usage errors).
@@ -52,6 +54,10 @@ pub enum CliCommand {
     /// Run a named experiment and write a Markdown report with a table, PNG plots and the
     /// raw rows into results/<EXPERIMENT>/ (or --out).
     Repro(ReproArgs),
+
+    /// Run a local Redis Cluster for the distributed index: up, status, add-master, kill,
+    /// down (needs redis-server and redis-cli).
+    Cluster(ClusterArgs),
 }
 
 /// Arguments of `elastree shell`.
@@ -194,6 +200,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Shell(args) => shell(&args),
         CliCommand::Bench(args) => elastree_bench::cli::run(&args, "elastree bench"),
         CliCommand::Repro(args) => elastree_bench::repro::run(&args, &command_line()),
+        CliCommand::Cluster(args) => crate::cluster::run(&args),
     }
 }
 

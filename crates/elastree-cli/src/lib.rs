@@ -3,7 +3,9 @@
 //!
 //! * [`cli`]: the command-line arguments (clap) and the dispatch of each subcommand
 //!   (`shell`, and `bench` and `repro` from elastree-bench);
-//! * [`shell`]: the line protocol of `elastree shell`.
+//! * [`shell`]: the line protocol of `elastree shell`;
+//! * [`cluster`]: `elastree cluster`, a local Redis Cluster for the distributed index.
 
 pub mod cli;
+pub mod cluster;
 pub mod shell;

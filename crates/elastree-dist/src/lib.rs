@@ -49,6 +49,7 @@ mod check;
 mod codec;
 pub mod error;
 mod index;
+pub mod local;
 mod router;
 pub mod slots;
 mod top;
