@@ -1,0 +1,58 @@
+//! The local clusters the tests run against: each test starts its own (on free ports) and
+//! stops it when dropped, even when the test fails.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use elastree_dist::local::{ClusterSpec, LocalCluster};
+use elastree_dist::{DistOptions, RouterOptions};
+
+/// Starts a cluster of `masters` masters with `replicas` replicas each.
+pub fn start(masters: usize, replicas: usize) -> LocalCluster {
+    let mut cluster = LocalCluster::up(&ClusterSpec {
+        masters,
+        replicas,
+        ..ClusterSpec::default()
+    })
+    .expect("a local Redis Cluster (scripts/install-deps.sh installs redis-server)");
+    cluster.set_remove_on_drop(true);
+    cluster
+}
+
+/// A name no other index on the cluster has.
+pub fn unique_name(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Options for a test index: small nodes so that splits, posts and merges happen often.
+pub fn options(name: &str, unique: bool, capacity: usize) -> DistOptions {
+    DistOptions {
+        name: name.into(),
+        unique,
+        node_capacity: capacity,
+        max_key_len: 64,
+        subtrees_per_master: 2,
+        scan_chunk: 7,
+        router: RouterOptions {
+            op_timeout: Duration::from_secs(20),
+            ..RouterOptions::default()
+        },
+    }
+}
+
+/// Big-endian bytes of `i`: keys that sort like the integers.
+pub fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+/// Every node's address, so a client can connect while some node is down.
+pub fn seeds(cluster: &LocalCluster) -> Vec<String> {
+    cluster
+        .ports()
+        .into_iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect()
+}

@@ -1,0 +1,144 @@
+//! Several clients at once: writers inserting and removing, scanners checking order and that
+//! keys present throughout are always seen, and a rebalance (cut-off lowered, sub-trees
+//! moved) running in the middle of it. At the end every acknowledged key is present exactly
+//! once and the invariants hold.
+
+mod cluster;
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cluster::key;
+use elastree::{Direction, Index};
+use elastree_dist::DistIndex;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+const WRITERS: u64 = 4;
+const PER_WRITER: u64 = 3000;
+/// Keys loaded before the workload and never touched: every scan must see all of them.
+const STABLE: std::ops::Range<u64> = 1_000_000..1_000_300;
+
+#[test]
+fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("conc");
+    let connect = |per_master: usize| {
+        let mut options = cluster::options(&name, true, 8);
+        options.subtrees_per_master = per_master;
+        options.scan_chunk = 64;
+        DistIndex::connect(&seeds, options).expect("connect")
+    };
+    let setup = connect(2);
+    for k in STABLE {
+        setup.insert(&key(k), k).unwrap();
+    }
+    let writing = AtomicBool::new(true);
+    let expected: BTreeSet<u64> = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let index = connect(2);
+                s.spawn(move || {
+                    let mut mine: Vec<u64> = (0..PER_WRITER).map(|i| i * WRITERS + w).collect();
+                    mine.shuffle(&mut rand::rngs::StdRng::seed_from_u64(w));
+                    let mut kept = BTreeSet::new();
+                    for (n, &k) in mine.iter().enumerate() {
+                        assert_eq!(index.insert(&key(k), k).unwrap(), None);
+                        kept.insert(k);
+                        if n % 5 == 4 {
+                            // Remove one of this writer's earlier keys.
+                            let victim = mine[n / 2];
+                            if kept.remove(&victim) {
+                                assert_eq!(index.remove(&key(victim)).unwrap(), Some(victim));
+                            }
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            let index = connect(2);
+            let writing = &writing;
+            s.spawn(move || {
+                let mut scans = 0;
+                while writing.load(Ordering::Relaxed) || scans < 3 {
+                    let mut seen = Vec::new();
+                    let direction = if scans % 2 == 0 {
+                        Direction::Ascending
+                    } else {
+                        Direction::Descending
+                    };
+                    index
+                        .scan(
+                            Bound::Unbounded,
+                            Bound::Unbounded,
+                            direction,
+                            usize::MAX,
+                            &mut |k, t| {
+                                let k = u64::from_be_bytes(k.try_into().unwrap());
+                                assert_eq!(k, t, "a key maps to its own tid");
+                                seen.push(k);
+                            },
+                        )
+                        .unwrap();
+                    if direction == Direction::Descending {
+                        seen.reverse();
+                    }
+                    assert!(
+                        seen.windows(2).all(|w| w[0] < w[1]),
+                        "scan out of order or repeated"
+                    );
+                    let stable = seen.iter().filter(|k| STABLE.contains(k)).count();
+                    assert_eq!(
+                        stable,
+                        STABLE.count(),
+                        "a scan missed a key present throughout"
+                    );
+                    scans += 1;
+                }
+            });
+        }
+        // The rebalance: aim for 6 sub-trees per master while everybody works.
+        let rebalancer = connect(6);
+        let report = s.spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            rebalancer.rebalance().unwrap()
+        });
+        let mut expected = BTreeSet::new();
+        for w in writers {
+            expected.extend(w.join().unwrap());
+        }
+        writing.store(false, Ordering::Relaxed);
+        let report = report.join().unwrap();
+        assert!(report.lowered > 0, "the cut-off was lowered: {report:?}");
+        assert!(report.moved > 0, "sub-trees were moved: {report:?}");
+        expected
+    });
+    let check = connect(2);
+    check.check().unwrap();
+    let mut all = Vec::new();
+    check
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Ascending,
+            usize::MAX,
+            &mut |k, _| all.push(u64::from_be_bytes(k.try_into().unwrap())),
+        )
+        .unwrap();
+    let want: Vec<u64> = expected.iter().copied().chain(STABLE).collect();
+    assert_eq!(all, want, "every acknowledged key exactly once");
+    assert_eq!(check.len(), want.len());
+    for k in expected.iter().step_by(37) {
+        assert_eq!(check.get(&key(*k)).unwrap(), Some(*k));
+    }
+    assert!(
+        check.top_entries().len() > 3,
+        "the index spread over sub-trees"
+    );
+    check.destroy().unwrap();
+    cluster.down().unwrap();
+}

@@ -1,0 +1,142 @@
+//! Faults: a master killed in the middle of a workload (after failover every acknowledged
+//! write is there and the invariants hold), and a cluster that is gone (operations fail with
+//! the typed error within the timeout, never hang).
+
+mod cluster;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cluster::key;
+use elastree::{Error, Index};
+use elastree_dist::{DistError, DistIndex, DistOptions, RouterOptions};
+
+#[test]
+fn acknowledged_writes_survive_a_master_killed_mid_workload() {
+    let mut cluster = cluster::start(3, 1);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("fault");
+    let connect =
+        || DistIndex::connect(&seeds, cluster::options(&name, true, 16)).expect("connect");
+    let setup = connect();
+    // Enough keys first that every master holds sub-trees.
+    for k in 0..2000u64 {
+        setup.insert(&key(k * 2), k * 2).unwrap();
+    }
+    let progress = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (acked, failed) = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let index = connect();
+                let (progress, stop) = (&progress, &stop);
+                s.spawn(move || {
+                    let mut acked = Vec::new();
+                    let mut failed = 0;
+                    for i in 0..2000u64 {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let k = 100_000 + i * 2 + w;
+                        match index.insert(&key(k), k) {
+                            Ok(_) => acked.push(k),
+                            Err(Error::Unavailable(_)) => failed += 1,
+                            Err(e) => panic!("unexpected error {e}"),
+                        }
+                        progress.fetch_add(1, Ordering::Relaxed);
+                    }
+                    (acked, failed)
+                })
+            })
+            .collect();
+        while progress.load(Ordering::Relaxed) < 600 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Kill the master that owns the first sub-tree, by PID.
+        let victim = cluster.masters().unwrap()[0];
+        cluster.kill(victim).unwrap();
+        let mut acked = Vec::new();
+        let mut failed = 0;
+        for w in writers {
+            let (a, f) = w.join().unwrap();
+            acked.extend(a);
+            failed += f;
+        }
+        stop.store(true, Ordering::Relaxed);
+        (acked, failed)
+    });
+    cluster.wait_for_failover(Duration::from_secs(30)).unwrap();
+    let check = connect();
+    assert!(
+        acked.len() > 1000,
+        "the workload went on after the failover: {} acked",
+        acked.len()
+    );
+    for k in &acked {
+        assert_eq!(
+            check.get(&key(*k)).unwrap(),
+            Some(*k),
+            "acknowledged key {k} lost"
+        );
+    }
+    for k in 0..2000u64 {
+        assert_eq!(
+            check.get(&key(k * 2)).unwrap(),
+            Some(k * 2),
+            "loaded key lost"
+        );
+    }
+    check.check().unwrap();
+    println!(
+        "{} acknowledged, {failed} failed during the failover",
+        acked.len()
+    );
+    drop(check);
+    cluster.down().unwrap();
+}
+
+#[test]
+fn a_stopped_cluster_gives_the_typed_error_within_the_timeout() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let timeout = Duration::from_secs(1);
+    let options = DistOptions {
+        router: RouterOptions {
+            op_timeout: timeout,
+            connect_timeout: Duration::from_millis(200),
+            ..RouterOptions::default()
+        },
+        ..cluster::options(&cluster::unique_name("down"), true, 16)
+    };
+    let index = DistIndex::connect(&seeds, options.clone()).unwrap();
+    index.insert(b"before", 1).unwrap();
+    cluster.down().unwrap();
+    for attempt in 0..2 {
+        let started = Instant::now();
+        let result = if attempt == 0 {
+            index.insert(b"after", 2).map(|_| ())
+        } else {
+            index.get(b"before").map(|_| ())
+        };
+        assert!(
+            matches!(result, Err(Error::Unavailable(_))),
+            "got {result:?}"
+        );
+        assert!(
+            started.elapsed() < timeout * 3,
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+    let started = Instant::now();
+    let refused = DistIndex::connect(&seeds, options);
+    assert!(
+        matches!(refused, Err(DistError::Unavailable(_))),
+        "got {refused:?}"
+    );
+    assert!(
+        started.elapsed() < timeout * 3,
+        "took {:?}",
+        started.elapsed()
+    );
+}

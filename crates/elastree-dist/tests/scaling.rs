@@ -1,0 +1,87 @@
+//! Elastic scaling: a master joins during a workload; the index lowers its cut-off, moves
+//! sub-trees onto the new master until every master holds about the same number, and loses
+//! nothing.
+
+mod cluster;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cluster::key;
+use elastree::Index;
+use elastree_dist::DistIndex;
+
+#[test]
+fn a_master_joining_mid_workload_gets_its_share_and_nothing_is_lost() {
+    let mut cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("scale");
+    let connect =
+        || DistIndex::connect(&seeds, cluster::options(&name, true, 16)).expect("connect");
+    let setup = connect();
+    for k in 0..3000u64 {
+        setup.insert(&key(k * 3), k * 3).unwrap();
+    }
+    let before = setup.subtrees_per_master().unwrap();
+    assert_eq!(before.len(), 3);
+    let progress = AtomicU64::new(0);
+    let (acked, report) = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let index = connect();
+                let progress = &progress;
+                s.spawn(move || {
+                    let mut acked = Vec::new();
+                    for i in 0..2500u64 {
+                        let k = i * 3 + 1 + w;
+                        index.insert(&key(k), k).unwrap();
+                        acked.push(k);
+                        progress.fetch_add(1, Ordering::Relaxed);
+                    }
+                    acked
+                })
+            })
+            .collect();
+        while progress.load(Ordering::Relaxed) < 500 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        cluster.add_master().unwrap();
+        let report = connect().rebalance().unwrap();
+        let mut acked = Vec::new();
+        for w in writers {
+            acked.extend(w.join().unwrap());
+        }
+        (acked, report)
+    });
+    assert_eq!(report.masters, 4, "{report:?}");
+    assert_eq!(report.per_master.len(), 4, "{report:?}");
+    assert!(
+        report.subtrees_after >= 8,
+        "at least 2 sub-trees per master: {report:?}"
+    );
+    assert!(
+        report.imbalance() <= 0.2,
+        "sub-trees per master within 20% of the mean: {report:?}"
+    );
+    assert!(report.per_master.values().all(|&n| n > 0), "{report:?}");
+    let check = connect();
+    check.check().unwrap();
+    for k in 0..3000u64 {
+        assert_eq!(
+            check.get(&key(k * 3)).unwrap(),
+            Some(k * 3),
+            "loaded key lost"
+        );
+    }
+    for k in &acked {
+        assert_eq!(
+            check.get(&key(*k)).unwrap(),
+            Some(*k),
+            "acknowledged key lost"
+        );
+    }
+    assert_eq!(check.len(), 3000 + acked.len());
+    println!("{report:?}");
+    check.destroy().unwrap();
+    cluster.down().unwrap();
+}
