@@ -171,7 +171,68 @@ impl DistIndex {
     pub fn connect(seeds: &[String], options: DistOptions) -> Result<DistIndex, DistError> {
         options.validate()?;
         let router = Router::connect(seeds, options.router.clone())?;
-        let index = DistIndex {
+        let index = DistIndex::with_router(router, options);
+        index.open_or_create()?;
+        Ok(index)
+    }
+
+    /// Opens the existing index `name` with the settings it was created with (an error if
+    /// there is no such index).
+    pub fn open(seeds: &[String], name: &str, router: RouterOptions) -> Result<DistIndex, DistError> {
+        let mut options = DistOptions {
+            name: name.to_string(),
+            router,
+            ..DistOptions::default()
+        };
+        options.validate()?;
+        let router = Router::connect(seeds, options.router.clone())?;
+        let mut index = DistIndex::with_router(router, options.clone());
+        let deadline = index.deadline();
+        let conf = index.read_conf(deadline)?;
+        options.unique = conf.unique;
+        options.node_capacity = conf.capacity;
+        index.options = options;
+        index.refresh_top(deadline)?;
+        if index.cached_top().entries.is_empty() {
+            return Err(DistError::Invalid(format!("the cluster holds no index named {name:?}")));
+        }
+        Ok(index)
+    }
+
+    /// The names of the indexes the cluster holds.
+    pub fn list(seeds: &[String], router: RouterOptions) -> Result<Vec<String>, DistError> {
+        let deadline = Instant::now() + router.op_timeout;
+        let router = Router::connect(seeds, router)?;
+        let mut names: Vec<String> = router
+            .scan_keys("{et:*}:conf", deadline)?
+            .into_iter()
+            .filter_map(|key| {
+                let key = String::from_utf8(key).ok()?;
+                let name = key.strip_prefix("{et:")?.strip_suffix("}:conf")?;
+                (!name.contains(':')).then(|| name.to_string())
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Rebalances every index the cluster holds (after masters joined or left); returns
+    /// each one's report.
+    pub fn rebalance_all(
+        seeds: &[String],
+        router: RouterOptions,
+    ) -> Result<Vec<(String, crate::RebalanceReport)>, DistError> {
+        let mut reports = Vec::new();
+        for name in DistIndex::list(seeds, router.clone())? {
+            let index = DistIndex::open(seeds, &name, router.clone())?;
+            reports.push((name, index.rebalance()?));
+        }
+        Ok(reports)
+    }
+
+    fn with_router(router: Router, options: DistOptions) -> DistIndex {
+        DistIndex {
             router,
             options,
             top: RwLock::new(Arc::new(Top::default())),
@@ -179,9 +240,7 @@ impl DistIndex {
             masters_contacted: AtomicU64::new(0),
             top_refreshes: AtomicU64::new(0),
             stale_routes: AtomicU64::new(0),
-        };
-        index.open_or_create()?;
-        Ok(index)
+        }
     }
 
     /// The options the index was opened with.

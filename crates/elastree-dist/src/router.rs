@@ -7,7 +7,7 @@
 //! for writes, the `WAIT` that must follow it on the same connection, pipelined), and so that
 //! its timeouts and retries are the ones configured here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
@@ -82,6 +82,8 @@ pub(crate) struct Router {
     options: RouterOptions,
     map: RwLock<Arc<SlotMap>>,
     pools: Mutex<HashMap<String, Vec<Connection>>>,
+    /// Masters known to have the current function library.
+    verified: Mutex<HashSet<String>>,
     pub counters: RouterCounters,
 }
 
@@ -111,6 +113,7 @@ impl Router {
             options,
             map: RwLock::new(Arc::new(SlotMap::default())),
             pools: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashSet::new()),
             counters: RouterCounters::default(),
         };
         let deadline = Instant::now() + router.options.op_timeout;
@@ -211,9 +214,11 @@ impl Router {
         result
     }
 
-    /// Loads the function library on `addr` unless it already has this version.
+    /// Loads the function library on `addr` unless it already has this version (checked
+    /// once per master: a new master or a promoted replica is checked on first use).
     fn ensure_library(&self, addr: &str, deadline: Instant) -> Result<(), DistError> {
         loop {
+            self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             let attempt = self.with_connection(addr, |con| {
                 let current: Option<String> =
                     redis::cmd("FCALL").arg("et_version").arg(0).query(con).ok();
@@ -228,7 +233,10 @@ impl Router {
                     .map(|_| ())
             });
             match attempt {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.verified.lock().expect("verified lock").insert(addr.to_string());
+                    return Ok(());
+                }
                 Err(e) if is_transient(&e) && Instant::now() < deadline => {
                     thread::sleep(Duration::from_millis(50));
                 }
@@ -264,6 +272,9 @@ impl Router {
                     }
                 },
             };
+            if !self.verified.lock().expect("verified lock").contains(&addr) {
+                self.ensure_library(&addr, deadline)?;
+            }
             let replicas = map.replicas_of(&addr);
             let failure = match self.attempt(&addr, request, ask.is_some(), replicas) {
                 Ok(replies) => return Ok((replies, addr)),
@@ -283,6 +294,7 @@ impl Router {
                     "slot migrating".to_string()
                 }
                 Failure::NoLibrary => {
+                    self.verified.lock().expect("verified lock").remove(&addr);
                     self.ensure_library(&addr, deadline)?;
                     "function library missing".to_string()
                 }
@@ -351,6 +363,42 @@ impl Router {
             }
         }
         Ok(replies)
+    }
+}
+
+impl Router {
+    /// Every key matching `pattern` on every master (SCAN), e.g. to find the indexes a
+    /// cluster holds.
+    pub fn scan_keys(&self, pattern: &str, deadline: Instant) -> Result<Vec<Vec<u8>>, DistError> {
+        let mut keys = Vec::new();
+        for addr in self.masters() {
+            let mut cursor: u64 = 0;
+            loop {
+                let reply: Result<(u64, Vec<Vec<u8>>), RedisError> = self.with_connection(&addr, |con| {
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query(con)
+                });
+                match reply {
+                    Ok((next, batch)) => {
+                        keys.extend(batch);
+                        if next == 0 {
+                            break;
+                        }
+                        cursor = next;
+                    }
+                    Err(e) if is_transient(&e) && Instant::now() < deadline => {
+                        thread::sleep(Duration::from_millis(50));
+                    }
+                    Err(e) => return Err(DistError::Unavailable(format!("{addr}: {e}"))),
+                }
+            }
+        }
+        Ok(keys)
     }
 }
 
