@@ -37,7 +37,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::DistError;
 use probe::query_node;
 pub use process::process_alive;
-use process::{release_ports, require_programs, reserve_ports, signal, try_reserve, wait_gone};
+use process::{
+    port_free, release_ports, require_programs, reserve_ports, signal, try_reserve, wait_gone,
+};
 
 /// The number of hash slots of a Redis Cluster.
 pub const CLUSTER_SLOTS: usize = 16384;
@@ -287,7 +289,21 @@ impl LocalCluster {
         let mut last_err = None;
         for _ in 0..attempts {
             let ports = match spec.base_port {
-                Some(base) => (0..spec.node_count() as u16).map(|i| base + i).collect(),
+                Some(base) => {
+                    let ports: Vec<u16> = (0..spec.node_count() as u16).map(|i| base + i).collect();
+                    // Say which port is busy before starting anything.
+                    if let Some(p) = ports
+                        .iter()
+                        .find(|&&p| !port_free(p) || !port_free(p + BUS_PORT_OFFSET))
+                    {
+                        return Err(DistError::Local(format!(
+                            "port {p} or its cluster bus port {} is in use (another Redis?); \
+                             choose other ports (elastree cluster up --base-port PORT)",
+                            u32::from(*p) + u32::from(BUS_PORT_OFFSET)
+                        )));
+                    }
+                    ports
+                }
                 None => reserve_ports(spec.node_count())?,
             };
             let mut cluster = LocalCluster {
@@ -309,7 +325,13 @@ impl LocalCluster {
                     last_err = Some(e);
                     continue;
                 }
-                Err(StartError::PortTaken(e) | StartError::Other(e)) => {
+                Err(StartError::PortTaken(e)) => {
+                    // Nothing worth keeping: the logs only say the port was taken.
+                    cluster.kill_all_started();
+                    remove_node_dirs(&dir, &ports);
+                    return Err(e);
+                }
+                Err(StartError::Other(e)) => {
                     cluster.kill_all_started();
                     release_ports(&ports);
                     return Err(e);

@@ -101,6 +101,7 @@ pub(super) fn release_ports(ports: &[u16]) {
     }
 }
 
+/// True if nothing listens on `port` of 127.0.0.1 or of every address.
 pub(super) fn port_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("0.0.0.0", port)).is_ok()
 }
