@@ -119,6 +119,24 @@ fn up_status_kill_down() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr.contains("already running"), "{stderr}");
 
+    // Another cluster on the same ports is refused before anything starts.
+    let other = dir.join("other");
+    let out = elastree(&[
+        "cluster",
+        "up",
+        "--dir",
+        other.to_str().unwrap(),
+        "--base-port",
+        &base_s,
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!("port {base} or its cluster bus port")),
+        "{stderr}"
+    );
+    assert!(!other.join(&base_s).exists());
+
     let out = elastree(&["cluster", "status", "--dir", d]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");

@@ -12,42 +12,41 @@
 //!
 //! Every network call has a connect and a response timeout, and every wait has a deadline:
 //! nothing here hangs on a dead node.
+//!
+//! This file holds the public API and the state file; `start` starts nodes and runs
+//! `redis-cli --cluster`, `health` decides when the nodes agree the cluster is healthy,
+//! `probe` asks one node (CLUSTER NODES, CLUSTER INFO), and `process` finds free ports and
+//! checks and signals PIDs.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod health;
+mod probe;
+mod process;
+mod start;
+
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::DistError;
+use probe::query_node;
+pub use process::process_alive;
+use process::{
+    port_free, release_ports, require_programs, reserve_ports, signal, try_reserve, wait_gone,
+};
 
 /// The number of hash slots of a Redis Cluster.
 pub const CLUSTER_SLOTS: usize = 16384;
 
 /// Redis Cluster's bus port is the client port plus this offset, so both must be free.
-const BUS_PORT_OFFSET: u16 = 10000;
+pub(crate) const BUS_PORT_OFFSET: u16 = 10000;
 
-/// Auto-picked client ports come from `AUTO_PORT_LOW..AUTO_PORT_HIGH`, so that their bus
-/// ports (+10000) stay below Linux's default ephemeral range (32768..) and the kernel does
-/// not hand one of them to an outgoing connection between our check and Redis's bind.
-const AUTO_PORT_LOW: u16 = 10000;
-/// See [`AUTO_PORT_LOW`].
-const AUTO_PORT_HIGH: u16 = 22000;
-
-/// How long to wait for a TCP connection to a node (a local node answers in microseconds;
-/// a dead one refuses at once, a stopped one times out here).
-const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
-/// How long to wait for a node's reply to one command.
-const RESPONSE_TIMEOUT: Duration = Duration::from_millis(2000);
 /// How long a `redis-cli --cluster` command may run (create and rebalance move at most a
 /// few thousand keys on a test cluster; they take seconds).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -290,7 +289,21 @@ impl LocalCluster {
         let mut last_err = None;
         for _ in 0..attempts {
             let ports = match spec.base_port {
-                Some(base) => (0..spec.node_count() as u16).map(|i| base + i).collect(),
+                Some(base) => {
+                    let ports: Vec<u16> = (0..spec.node_count() as u16).map(|i| base + i).collect();
+                    // Say which port is busy before starting anything.
+                    if let Some(p) = ports
+                        .iter()
+                        .find(|&&p| !port_free(p) || !port_free(p + BUS_PORT_OFFSET))
+                    {
+                        return Err(DistError::Local(format!(
+                            "port {p} or its cluster bus port {} is in use (another Redis?); \
+                             choose other ports (elastree cluster up --base-port PORT)",
+                            u32::from(*p) + u32::from(BUS_PORT_OFFSET)
+                        )));
+                    }
+                    ports
+                }
                 None => reserve_ports(spec.node_count())?,
             };
             let mut cluster = LocalCluster {
@@ -312,7 +325,13 @@ impl LocalCluster {
                     last_err = Some(e);
                     continue;
                 }
-                Err(StartError::PortTaken(e) | StartError::Other(e)) => {
+                Err(StartError::PortTaken(e)) => {
+                    // Nothing worth keeping: the logs only say the port was taken.
+                    cluster.kill_all_started();
+                    remove_node_dirs(&dir, &ports);
+                    return Err(e);
+                }
+                Err(StartError::Other(e)) => {
                     cluster.kill_all_started();
                     release_ports(&ports);
                     return Err(e);
@@ -609,307 +628,6 @@ impl LocalCluster {
         Ok(())
     }
 
-    // ---- starting nodes -------------------------------------------------------------
-
-    /// Writes each node's configuration, starts it (Redis daemonizes itself), records its
-    /// PID and waits until it answers PING. Records each node as soon as its PID is known,
-    /// so that a failure part-way kills what was started.
-    fn start_nodes(&mut self, ports: &[u16]) -> Result<(), StartError> {
-        for &port in ports {
-            let node_dir = self.dir.join(port.to_string());
-            fs::create_dir_all(&node_dir).map_err(|e| StartError::Other(e.into()))?;
-            let conf = node_dir.join("redis.conf");
-            fs::write(&conf, self.config(port, &node_dir))
-                .map_err(|e| StartError::Other(e.into()))?;
-            let _ = fs::remove_file(node_dir.join("redis.pid"));
-            let status = Command::new("redis-server")
-                .arg(&conf)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .map_err(|e| StartError::Other(spawn_error("redis-server", e)))?;
-            if !status.success() {
-                return Err(StartError::Other(DistError::Local(format!(
-                    "redis-server {} exited with {status}; see {}",
-                    conf.display(),
-                    node_dir.join("redis.log").display()
-                ))));
-            }
-        }
-        for &port in ports {
-            let node_dir = self.dir.join(port.to_string());
-            let pid = self.wait_started(port, &node_dir)?;
-            self.state.nodes.push(NodeRecord {
-                port,
-                pid,
-                role: Role::Master,
-                node_id: String::new(),
-                alive: true,
-            });
-        }
-        self.state.nodes.sort_by_key(|n| n.port);
-        for &port in ports {
-            let id: String =
-                command(port, redis::cmd("CLUSTER").arg("MYID")).map_err(StartError::Other)?;
-            if let Some(n) = self.state.nodes.iter_mut().find(|n| n.port == port) {
-                n.node_id = id;
-            }
-        }
-        self.save().map_err(StartError::Other)
-    }
-
-    /// Waits for the node's PID file and for its first PONG.
-    fn wait_started(&self, port: u16, node_dir: &Path) -> Result<u32, StartError> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        let pidfile = node_dir.join("redis.pid");
-        let log = node_dir.join("redis.log");
-        let mut pid = None;
-        loop {
-            if pid.is_none() {
-                pid = fs::read_to_string(&pidfile)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u32>().ok());
-            }
-            if let Some(pid) = pid {
-                let pong: Result<String, _> = command(port, &redis::cmd("PING"));
-                if pong.is_ok_and(|p| p == "PONG") && process_alive(pid, port) {
-                    return Ok(pid);
-                }
-            }
-            let log_text = fs::read_to_string(&log).unwrap_or_default();
-            if log_text.contains("Address already in use") {
-                return Err(StartError::PortTaken(DistError::Local(format!(
-                    "port {port} (or its bus port {}) is already in use",
-                    u32::from(port) + u32::from(BUS_PORT_OFFSET)
-                ))));
-            }
-            if Instant::now() >= deadline {
-                let tail: Vec<&str> = log_text.lines().rev().take(5).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
-                return Err(StartError::Other(DistError::Local(format!(
-                    "the node on port {port} did not answer PING within {START_TIMEOUT:?}; \
-                     end of {}:\n{}",
-                    log.display(),
-                    tail.join("\n")
-                ))));
-            }
-            sleep(POLL);
-        }
-    }
-
-    /// One node's `redis.conf`.
-    fn config(&self, port: u16, node_dir: &Path) -> String {
-        let quoted = |p: &Path| {
-            format!(
-                "\"{}\"",
-                p.display()
-                    .to_string()
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-            )
-        };
-        format!(
-            "# Written by elastree-dist (local cluster); one node of {dir}.\n\
-             port {port}\n\
-             bind 127.0.0.1\n\
-             protected-mode no\n\
-             cluster-enabled yes\n\
-             cluster-config-file nodes.conf\n\
-             cluster-node-timeout {timeout}\n\
-             # Serve the slots that still have a master while others fail over.\n\
-             cluster-require-full-coverage no\n\
-             appendonly yes\n\
-             appendfsync everysec\n\
-             save \"\"\n\
-             # Replicas sync over the socket at once: no RDB file, no 5 s delay.\n\
-             repl-diskless-sync yes\n\
-             repl-diskless-sync-delay 0\n\
-             dir {node_dir}\n\
-             daemonize yes\n\
-             pidfile {pidfile}\n\
-             logfile {logfile}\n",
-            dir = self.dir.display(),
-            timeout = self.state.node_timeout_ms,
-            node_dir = quoted(node_dir),
-            pidfile = quoted(&node_dir.join("redis.pid")),
-            logfile = quoted(&node_dir.join("redis.log")),
-        )
-    }
-
-    /// Joins the started nodes with `redis-cli --cluster create` and waits until healthy.
-    fn create(&mut self, spec: &ClusterSpec, ready_timeout: Duration) -> Result<(), DistError> {
-        let deadline = Instant::now() + ready_timeout;
-        let addrs: Vec<String> = self
-            .state
-            .nodes
-            .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
-            .collect();
-        let replicas = spec.replicas.to_string();
-        let mut args: Vec<&str> = vec!["--cluster", "create"];
-        args.extend(addrs.iter().map(String::as_str));
-        args.extend(["--cluster-replicas", &replicas, "--cluster-yes"]);
-        self.tool("create", &args)?;
-        self.wait(deadline, "the new cluster to become healthy", |c| {
-            c.agreement(Some(spec.masters), true)
-        })?;
-        self.refresh_roles();
-        self.save()
-    }
-
-    // ---- health -------------------------------------------------------------------------
-
-    /// Polls `check` until it returns `Ok(None)` (healthy) or the deadline passes; the
-    /// error then says what `check` last found wrong.
-    fn wait(
-        &self,
-        deadline: Instant,
-        what: &str,
-        check: impl Fn(&Self) -> Result<Option<String>, DistError>,
-    ) -> Result<(), DistError> {
-        loop {
-            let problem = match check(self) {
-                Ok(None) => return Ok(()),
-                Ok(Some(p)) => p,
-                Err(e) => e.to_string(),
-            };
-            if Instant::now() >= deadline {
-                return Err(DistError::Unavailable(format!(
-                    "gave up waiting for {what}: {problem}"
-                )));
-            }
-            sleep(POLL);
-        }
-    }
-
-    /// `None` when every live node reports `cluster_state:ok`, all of them agree which
-    /// master owns which slot, every slot is owned by a live master, and (if given)
-    /// `masters` masters own slots; with `links`, also every replica's link to its master
-    /// is up and every node knows every node. Otherwise what is not yet so.
-    fn agreement(&self, masters: Option<usize>, links: bool) -> Result<Option<String>, DistError> {
-        let mut first: Option<(u16, SlotOwners)> = None;
-        for rec in self.state.nodes.iter().filter(|n| n.alive) {
-            if !process_alive(rec.pid, rec.port) {
-                continue;
-            }
-            let (state, view) = match query_node(rec.port) {
-                Ok(v) => v,
-                Err(e) => return Ok(Some(format!("node {}: {e}", rec.port))),
-            };
-            if state != "ok" {
-                return Ok(Some(format!(
-                    "node {} says cluster_state:{state}",
-                    rec.port
-                )));
-            }
-            if view.iter().any(|e| e.handshake) {
-                return Ok(Some(format!("node {} is still in a handshake", rec.port)));
-            }
-            let mut owners = BTreeMap::new();
-            let mut covered = 0;
-            for e in view.iter().filter(|e| e.is_master && e.slots > 0) {
-                if e.failed || !self.node_alive(e.port) {
-                    return Ok(Some(format!(
-                        "node {} still sees the dead master {} owning slots",
-                        rec.port, e.port
-                    )));
-                }
-                for &r in &e.ranges {
-                    covered += usize::from(r.1 - r.0) + 1;
-                    owners.insert(r, e.id.clone());
-                }
-            }
-            if covered != CLUSTER_SLOTS {
-                return Ok(Some(format!(
-                    "node {} sees {covered} of {CLUSTER_SLOTS} slots owned",
-                    rec.port
-                )));
-            }
-            let owner_count = owners.values().collect::<BTreeSet<_>>().len();
-            if let Some(m) = masters {
-                if owner_count != m {
-                    return Ok(Some(format!(
-                        "node {} sees {owner_count} masters owning slots, expected {m}",
-                        rec.port
-                    )));
-                }
-            }
-            if links {
-                if let Some(me) = view.iter().find(|e| e.myself) {
-                    if !me.is_master {
-                        let info: String =
-                            command(rec.port, redis::cmd("INFO").arg("replication"))?;
-                        if info_field(&info, "master_link_status") != Some("up") {
-                            return Ok(Some(format!(
-                                "replica {}'s link to its master is not up yet",
-                                rec.port
-                            )));
-                        }
-                    }
-                }
-                let known = view.len();
-                let expected = self.state.nodes.len();
-                if known != expected {
-                    return Ok(Some(format!(
-                        "node {} knows {known} nodes, expected {expected}",
-                        rec.port
-                    )));
-                }
-            }
-            match &first {
-                None => first = Some((rec.port, owners)),
-                Some((port, o)) if *o != owners => {
-                    return Ok(Some(format!(
-                        "nodes {port} and {} disagree about the slot owners",
-                        rec.port
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(if first.is_none() {
-            Some("no node is alive".into())
-        } else {
-            None
-        })
-    }
-
-    /// The CLUSTER NODES view of the first live node that answers.
-    fn any_view(&self) -> Result<Vec<ViewEntry>, DistError> {
-        let mut last = None;
-        for rec in self.state.nodes.iter().filter(|n| n.alive) {
-            if !process_alive(rec.pid, rec.port) {
-                continue;
-            }
-            match command::<String>(rec.port, redis::cmd("CLUSTER").arg("NODES")) {
-                Ok(text) => return Ok(parse_nodes(&text)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            DistError::Unavailable(format!("no node of {} is alive", self.dir.display()))
-        }))
-    }
-
-    /// Records the roles the nodes report now (after create, rebalance).
-    fn refresh_roles(&mut self) {
-        if let Ok(view) = self.any_view() {
-            for n in &mut self.state.nodes {
-                if let Some(e) = view.iter().find(|e| e.port == n.port) {
-                    n.role = if e.is_master {
-                        Role::Master
-                    } else {
-                        Role::Replica
-                    };
-                    if n.node_id.is_empty() {
-                        n.node_id = e.id.clone();
-                    }
-                }
-            }
-        }
-    }
-
     // ---- processes and the state file --------------------------------------------------
 
     fn node(&self, port: u16) -> Option<&NodeRecord> {
@@ -998,54 +716,6 @@ impl LocalCluster {
         fs::rename(&tmp, self.dir.join(STATE_FILE))?;
         Ok(())
     }
-
-    /// Runs `redis-cli ARGS` with a deadline; its output goes to `DIR/redis-cli-NAME.log`,
-    /// whose end is in the error if it fails.
-    fn tool(&self, name: &str, args: &[&str]) -> Result<(), DistError> {
-        let log_path = self.dir.join(format!("redis-cli-{name}.log"));
-        let log = fs::File::create(&log_path)?;
-        let mut child = Command::new("redis-cli")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| spawn_error("redis-cli", e))?;
-        let deadline = Instant::now() + TOOL_TIMEOUT;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break Some(status);
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            sleep(Duration::from_millis(50));
-        };
-        let output = fs::read_to_string(&log_path).unwrap_or_default();
-        // redis-cli --cluster exits 0 on some failures; its errors start with [ERR].
-        let failed_line = output.lines().find(|l| l.starts_with("[ERR]"));
-        match (status, failed_line) {
-            (Some(s), None) if s.success() => Ok(()),
-            (None, _) => Err(DistError::Unavailable(format!(
-                "redis-cli {} did not finish within {TOOL_TIMEOUT:?}; see {}",
-                args.join(" "),
-                log_path.display()
-            ))),
-            (Some(s), line) => {
-                let tail: Vec<&str> = output.lines().rev().take(8).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
-                Err(DistError::Local(format!(
-                    "redis-cli {} failed ({}): {}\n{}",
-                    args.join(" "),
-                    s,
-                    line.unwrap_or("see below"),
-                    tail.join("\n")
-                )))
-            }
-        }
-    }
 }
 
 impl Drop for LocalCluster {
@@ -1064,148 +734,6 @@ impl Drop for LocalCluster {
 enum StartError {
     PortTaken(DistError),
     Other(DistError),
-}
-
-/// Which node id owns each slot range (inclusive), as one node sees it.
-type SlotOwners = BTreeMap<(u16, u16), String>;
-
-/// One line of CLUSTER NODES.
-#[derive(Debug, Clone)]
-struct ViewEntry {
-    id: String,
-    port: u16,
-    myself: bool,
-    is_master: bool,
-    /// Flagged `fail` or `fail?` by the viewing node.
-    failed: bool,
-    handshake: bool,
-    /// For a replica, its master's id.
-    master: Option<String>,
-    /// Owned slot ranges, inclusive.
-    ranges: Vec<(u16, u16)>,
-    slots: usize,
-}
-
-/// Parses CLUSTER NODES: `<id> <ip:port@cport[,hostname]> <flags> <master> <ping-sent>
-/// <pong-recv> <config-epoch> <link-state> <slot>...`, where a slot is `N`, `A-B`, or a
-/// bracketed migration note (skipped).
-fn parse_nodes(text: &str) -> Vec<ViewEntry> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 8 {
-            continue;
-        }
-        let port = fields[1]
-            .split('@')
-            .next()
-            .and_then(|a| a.rsplit(':').next())
-            .and_then(|p| p.parse::<u16>().ok())
-            .unwrap_or(0);
-        let flags: Vec<&str> = fields[2].split(',').collect();
-        let ranges: Vec<(u16, u16)> = fields[8..]
-            .iter()
-            .filter(|s| !s.starts_with('['))
-            .filter_map(|s| match s.split_once('-') {
-                Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
-                None => s.parse().ok().map(|a| (a, a)),
-            })
-            .collect();
-        let slots = ranges.iter().map(|&(a, b)| usize::from(b - a) + 1).sum();
-        out.push(ViewEntry {
-            id: fields[0].to_string(),
-            port,
-            myself: flags.contains(&"myself"),
-            is_master: flags.contains(&"master"),
-            failed: flags.iter().any(|f| *f == "fail" || *f == "fail?"),
-            handshake: flags.contains(&"handshake") || flags.contains(&"noaddr"),
-            master: (fields[3] != "-").then(|| fields[3].to_string()),
-            ranges,
-            slots,
-        });
-    }
-    out
-}
-
-/// The value of `name:` in INFO output.
-fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
-    info.lines().find_map(|l| {
-        l.strip_prefix(name)
-            .and_then(|r| r.strip_prefix(':'))
-            .map(str::trim)
-    })
-}
-
-/// A node's `cluster_state` and its CLUSTER NODES view.
-fn query_node(port: u16) -> Result<(String, Vec<ViewEntry>), DistError> {
-    let mut con = connect(port)?;
-    let info: String = redis::cmd("CLUSTER")
-        .arg("INFO")
-        .query(&mut con)
-        .map_err(|e| redis_error(port, e))?;
-    let nodes: String = redis::cmd("CLUSTER")
-        .arg("NODES")
-        .query(&mut con)
-        .map_err(|e| redis_error(port, e))?;
-    let state = info_field(&info, "cluster_state")
-        .unwrap_or("unknown")
-        .to_string();
-    Ok((state, parse_nodes(&nodes)))
-}
-
-/// Runs one command on the node at `port`, with the connect and response timeouts.
-fn command<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> Result<T, DistError> {
-    let mut con = connect(port)?;
-    cmd.query(&mut con).map_err(|e| redis_error(port, e))
-}
-
-/// A connection to the node at `port` with the connect and response timeouts set.
-fn connect(port: u16) -> Result<redis::Connection, DistError> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .map_err(|e| redis_error(port, e))?;
-    let con = client
-        .get_connection_with_timeout(CONNECT_TIMEOUT)
-        .map_err(|e| DistError::Unavailable(format!("node 127.0.0.1:{port}: {e}")))?;
-    con.set_read_timeout(Some(RESPONSE_TIMEOUT))
-        .and_then(|()| con.set_write_timeout(Some(RESPONSE_TIMEOUT)))
-        .map_err(|e| redis_error(port, e))?;
-    Ok(con)
-}
-
-fn redis_error(port: u16, e: redis::RedisError) -> DistError {
-    if e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-        DistError::Unavailable(format!("node 127.0.0.1:{port}: {e}"))
-    } else {
-        DistError::Redis(format!("node 127.0.0.1:{port}: {e}"))
-    }
-}
-
-/// [`DistError::Missing`] unless `redis-server` and `redis-cli` are on PATH.
-fn require_programs() -> Result<(), DistError> {
-    for program in ["redis-server", "redis-cli"] {
-        if !on_path(program) {
-            return Err(DistError::Missing { program });
-        }
-    }
-    Ok(())
-}
-
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            fs::metadata(d.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
-}
-
-fn spawn_error(program: &'static str, e: std::io::Error) -> DistError {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        DistError::Missing { program }
-    } else {
-        DistError::Local(format!("cannot run {program}: {e}"))
-    }
 }
 
 /// Refuses a directory that holds a running cluster or an earlier cluster's node data
@@ -1244,101 +772,6 @@ fn remove_node_dirs(dir: &Path, ports: &[u16]) {
         let _ = fs::remove_dir_all(dir.join(p.to_string()));
     }
     let _ = fs::remove_file(dir.join(STATE_FILE));
-}
-
-/// Ports handed out by [`reserve_ports`] and not yet bound by Redis, so that clusters
-/// started in parallel in one process (tests) never get the same ports.
-static RESERVED: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-
-/// Reserves `p` within this process if it and its bus port are free.
-fn try_reserve(p: u16) -> bool {
-    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
-    if reserved.contains(&p) || !port_free(p) || !port_free(p + BUS_PORT_OFFSET) {
-        return false;
-    }
-    reserved.insert(p);
-    true
-}
-
-/// Finds and reserves `n` consecutive free ports (each with a free bus port), starting the
-/// search at a point that depends on the process and time, so that parallel test
-/// processes usually search different places.
-fn reserve_ports(n: usize) -> Result<Vec<u16>, DistError> {
-    let n16 = u16::try_from(n).map_err(|_| DistError::Invalid(format!("{n} nodes")))?;
-    let span = AUTO_PORT_HIGH - AUTO_PORT_LOW - n16;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let seed = std::process::id().wrapping_mul(2_654_435_761) ^ nanos;
-    let start = (seed % u32::from(span)) as u16;
-    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
-    let mut offset = 0;
-    while offset < span {
-        let base = AUTO_PORT_LOW + (start + offset) % span;
-        let ports: Vec<u16> = (base..base + n16).collect();
-        let free = ports
-            .iter()
-            .all(|&p| !reserved.contains(&p) && port_free(p) && port_free(p + BUS_PORT_OFFSET));
-        if free {
-            reserved.extend(ports.iter().copied());
-            return Ok(ports);
-        }
-        offset += n16;
-    }
-    Err(DistError::Local(format!(
-        "no {n} consecutive free ports in {AUTO_PORT_LOW}..{AUTO_PORT_HIGH}"
-    )))
-}
-
-/// Forgets reservations once Redis holds the ports (or gave up on them).
-fn release_ports(ports: &[u16]) {
-    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
-    for p in ports {
-        reserved.remove(p);
-    }
-}
-
-fn port_free(port: u16) -> bool {
-    TcpListener::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("0.0.0.0", port)).is_ok()
-}
-
-/// True if `pid` is a running (not zombie) `redis-server` serving `port`: Redis sets its
-/// process title to `redis-server 127.0.0.1:PORT [cluster]`, which `/proc/PID/cmdline`
-/// shows. A reused PID, or a zombie (whose cmdline is empty), is not ours.
-pub fn process_alive(pid: u32, port: u16) -> bool {
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-    let ours = cmdline.contains("redis-server") && cmdline.contains(&format!(":{port}"));
-    let zombie = fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true);
-    ours && !zombie
-}
-
-/// Sends `sig` to `pid`.
-fn signal(pid: u32, sig: Signal) -> Result<(), DistError> {
-    let raw = i32::try_from(pid).map_err(|_| DistError::Local(format!("bad pid {pid}")))?;
-    kill(Pid::from_raw(raw), sig)
-        .map_err(|e| DistError::Local(format!("cannot send {sig} to pid {raw}: {e}")))
-}
-
-/// Waits until `pid` no longer runs `redis-server` on `port`; false if it still does
-/// after `limit`.
-fn wait_gone(pid: u32, port: u16, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while process_alive(pid, port) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        sleep(Duration::from_millis(20));
-    }
-    true
 }
 
 #[cfg(test)]
@@ -1390,28 +823,5 @@ mod tests {
     #[test]
     fn default_dirs_are_unique() {
         assert_ne!(ClusterSpec::default().dir, ClusterSpec::default().dir);
-    }
-
-    #[test]
-    fn parses_cluster_nodes() {
-        let text = "\
-a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460 [5461->-b2]
-b2 127.0.0.1:7001@17001,host master - 0 0 2 connected 5461-10922 16000
-c3 127.0.0.1:7003@17003 slave a1 0 0 1 connected
-d4 127.0.0.1:7004@17004 master,fail - 0 0 3 disconnected
-";
-        let v = parse_nodes(text);
-        assert_eq!(v.len(), 4);
-        assert!(v[0].myself && v[0].is_master);
-        assert_eq!((v[0].port, v[0].slots), (7000, 5461));
-        assert_eq!(v[1].ranges, vec![(5461, 10922), (16000, 16000)]);
-        assert_eq!(v[1].slots, 5463);
-        assert_eq!(v[2].master.as_deref(), Some("a1"));
-        assert!(!v[2].is_master);
-        assert!(v[3].failed && v[3].slots == 0);
-        assert_eq!(
-            info_field("# Cluster\r\ncluster_state:ok\r\n", "cluster_state"),
-            Some("ok")
-        );
     }
 }
