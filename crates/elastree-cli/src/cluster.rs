@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use elastree_dist::error::DistError;
 use elastree_dist::local::{ClusterSpec, LocalCluster};
+use elastree_dist::{DistIndex, RouterOptions};
 
 use crate::cli::EXIT_BAD_CONFIG;
 
@@ -39,7 +40,8 @@ pub enum ClusterCommand {
     /// state.
     Status(DirArg),
     /// Start one more node, add it as a master and move a fair share of the slots (and
-    /// their keys) to it.
+    /// their keys) to it; then rebalance every elastree index on the cluster (cut-off
+    /// adapted, sub-trees spread over the masters).
     AddMaster(DirArg),
     /// Kill one node with SIGKILL (a crash) to try failover.
     Kill(KillArgs),
@@ -175,6 +177,25 @@ fn add_master(args: &DirArg) -> Result<(), DistError> {
     println!("{}", cluster.status()?);
     println!();
     println!("added master 127.0.0.1:{port}");
+    // The paper's elastic scaling: every elastree index on the cluster adapts its cut-off
+    // to the new number of masters and moves sub-trees onto the new one.
+    let seeds: Vec<String> = cluster
+        .ports()
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    for (name, report) in DistIndex::rebalance_all(&seeds, RouterOptions::default())? {
+        println!(
+            "index {name}: {} -> {} sub-trees on {} masters (cut-off lowered under {}, {} moved), per master {:?}, imbalance {:.0}%",
+            report.subtrees_before,
+            report.subtrees_after,
+            report.masters,
+            report.lowered,
+            report.moved,
+            report.per_master.values().collect::<Vec<_>>(),
+            report.imbalance() * 100.0
+        );
+    }
     Ok(())
 }
 

@@ -178,7 +178,11 @@ impl DistIndex {
 
     /// Opens the existing index `name` with the settings it was created with (an error if
     /// there is no such index).
-    pub fn open(seeds: &[String], name: &str, router: RouterOptions) -> Result<DistIndex, DistError> {
+    pub fn open(
+        seeds: &[String],
+        name: &str,
+        router: RouterOptions,
+    ) -> Result<DistIndex, DistError> {
         let mut options = DistOptions {
             name: name.to_string(),
             router,
@@ -194,7 +198,9 @@ impl DistIndex {
         index.options = options;
         index.refresh_top(deadline)?;
         if index.cached_top().entries.is_empty() {
-            return Err(DistError::Invalid(format!("the cluster holds no index named {name:?}")));
+            return Err(DistError::Invalid(format!(
+                "the cluster holds no index named {name:?}"
+            )));
         }
         Ok(index)
     }

@@ -234,7 +234,10 @@ impl Router {
             });
             match attempt {
                 Ok(()) => {
-                    self.verified.lock().expect("verified lock").insert(addr.to_string());
+                    self.verified
+                        .lock()
+                        .expect("verified lock")
+                        .insert(addr.to_string());
                     return Ok(());
                 }
                 Err(e) if is_transient(&e) && Instant::now() < deadline => {
@@ -374,15 +377,16 @@ impl Router {
         for addr in self.masters() {
             let mut cursor: u64 = 0;
             loop {
-                let reply: Result<(u64, Vec<Vec<u8>>), RedisError> = self.with_connection(&addr, |con| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query(con)
-                });
+                let reply: Result<(u64, Vec<Vec<u8>>), RedisError> =
+                    self.with_connection(&addr, |con| {
+                        redis::cmd("SCAN")
+                            .arg(cursor)
+                            .arg("MATCH")
+                            .arg(pattern)
+                            .arg("COUNT")
+                            .arg(1000)
+                            .query(con)
+                    });
                 match reply {
                     Ok((next, batch)) => {
                         keys.extend(batch);

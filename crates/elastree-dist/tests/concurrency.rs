@@ -140,5 +140,5 @@ fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
         "the index spread over sub-trees"
     );
     check.destroy().unwrap();
-    cluster.down().unwrap();
+    cluster.down_with(true).unwrap();
 }

@@ -92,7 +92,7 @@ fn acknowledged_writes_survive_a_master_killed_mid_workload() {
         acked.len()
     );
     drop(check);
-    cluster.down().unwrap();
+    cluster.down_with(true).unwrap();
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn a_stopped_cluster_gives_the_typed_error_within_the_timeout() {
     };
     let index = DistIndex::connect(&seeds, options.clone()).unwrap();
     index.insert(b"before", 1).unwrap();
-    cluster.down().unwrap();
+    cluster.down_with(true).unwrap();
     for attempt in 0..2 {
         let started = Instant::now();
         let result = if attempt == 0 {

@@ -55,5 +55,5 @@ fn every_tree_against_the_model_on_a_local_cluster() {
             });
         }
     });
-    cluster.down().unwrap();
+    cluster.down_with(true).unwrap();
 }

@@ -83,5 +83,5 @@ fn a_master_joining_mid_workload_gets_its_share_and_nothing_is_lost() {
     assert_eq!(check.len(), 3000 + acked.len());
     println!("{report:?}");
     check.destroy().unwrap();
-    cluster.down().unwrap();
+    cluster.down_with(true).unwrap();
 }
