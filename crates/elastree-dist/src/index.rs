@@ -144,7 +144,7 @@ pub(crate) struct RootRef {
 /// throughout the scan (it proceeds in chunks, each atomic, each starting after the last key
 /// returned); with replicas, a write is acknowledged only after `WAIT` saw the configured
 /// number of replicas take it, so it survives the loss of one master. An unreachable cluster
-/// gives [`Error::Unavailable`] within [`RouterOptions::op_timeout`].
+/// gives [`elastree::Error::Unavailable`] within [`RouterOptions::op_timeout`].
 pub struct DistIndex {
     pub(crate) router: Router,
     pub(crate) options: DistOptions,
@@ -441,7 +441,7 @@ impl DistIndex {
     /// Whether a sub-tree root that overflows now should split into two sub-trees (rather
     /// than grow a level): while the index has fewer sub-trees than it aims for.
     fn allow_post(&self) -> bool {
-        let masters = self.router.slot_map().masters().len().max(1);
+        let masters = self.router.slot_map().master_count().max(1);
         self.cached_top().entries.len() < self.options.subtrees_per_master * masters
     }
 
@@ -846,13 +846,13 @@ impl StoredMap for DistIndex {
 }
 
 impl DistIndex {
-    /// [`Index::len`]: the entry count, 0 when the cluster cannot be reached (use
+    /// `Index::len`: the entry count, 0 when the cluster cannot be reached (use
     /// [`DistIndex::try_len`] to see the error).
     fn index_len(&self) -> usize {
         self.try_len().unwrap_or(0)
     }
 
-    /// [`Index::memory`]: the client's own bytes (the cached top); the tree itself is in
+    /// `Index::memory`: the client's own bytes (the cached top); the tree itself is in
     /// the cluster's memory.
     fn index_memory(&self) -> MemoryUsage {
         MemoryUsage {

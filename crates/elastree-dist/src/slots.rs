@@ -104,6 +104,11 @@ impl SlotMap {
             .map_or(0, |o| o.replicas)
     }
 
+    /// How many masters own slots.
+    pub fn master_count(&self) -> usize {
+        self.owners.len()
+    }
+
     /// The addresses of the masters that own slots, sorted.
     pub fn masters(&self) -> Vec<String> {
         let set: BTreeSet<&String> = self.owners.iter().map(|o| &o.addr).collect();
