@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use cluster::key;
 use elastree::{Direction, Index};
+use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::DistIndex;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -139,6 +140,83 @@ fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
         check.top_entries().len() > 3,
         "the index spread over sub-trees"
     );
+    check.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
+
+/// The baseline's client-side B-link protocol (split: new right node, compare-and-set of the
+/// left one, post to the parent) under concurrent writers and scanners.
+#[test]
+fn the_baseline_under_concurrent_writers_and_scanners() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("conc-base");
+    let connect =
+        || BaselineIndex::connect(&seeds, cluster::options(&name, true, 4)).expect("connect");
+    let setup = connect();
+    for k in STABLE {
+        setup.insert(&key(k), k).unwrap();
+    }
+    let writing = AtomicBool::new(true);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let index = connect();
+                s.spawn(move || {
+                    let mut mine: Vec<u64> = (0..PER_WRITER / 3).map(|i| i * WRITERS + w).collect();
+                    mine.shuffle(&mut rand::rngs::StdRng::seed_from_u64(w));
+                    for &k in &mine {
+                        assert_eq!(index.insert(&key(k), k).unwrap(), None);
+                    }
+                })
+            })
+            .collect();
+        let index = connect();
+        let writing = &writing;
+        s.spawn(move || {
+            while writing.load(Ordering::Relaxed) {
+                let mut seen = Vec::new();
+                index
+                    .scan(
+                        Bound::Unbounded,
+                        Bound::Unbounded,
+                        Direction::Ascending,
+                        usize::MAX,
+                        &mut |k, _| seen.push(u64::from_be_bytes(k.try_into().unwrap())),
+                    )
+                    .unwrap();
+                assert!(
+                    seen.windows(2).all(|w| w[0] < w[1]),
+                    "scan out of order or repeated"
+                );
+                let stable = seen.iter().filter(|k| STABLE.contains(k)).count();
+                assert_eq!(
+                    stable,
+                    STABLE.count(),
+                    "a scan missed a key present throughout"
+                );
+            }
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        writing.store(false, Ordering::Relaxed);
+    });
+    let check = connect();
+    check.check().unwrap();
+    let mut all = Vec::new();
+    check
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Ascending,
+            usize::MAX,
+            &mut |k, _| all.push(u64::from_be_bytes(k.try_into().unwrap())),
+        )
+        .unwrap();
+    let want: Vec<u64> = (0..PER_WRITER / 3 * WRITERS).chain(STABLE).collect();
+    assert_eq!(all, want, "every acknowledged key exactly once");
+    assert!(check.height().unwrap() >= 4, "small nodes make a tall tree");
     check.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }
