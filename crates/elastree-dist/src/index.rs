@@ -786,24 +786,23 @@ impl DistIndex {
         Ok(())
     }
 
-    /// Deletes the whole index from the cluster.
+    /// Deletes the whole index from the cluster: its sub-trees, the markers moves and
+    /// cut-off changes left behind, its top and settings (every key of its tags, found with
+    /// SCAN on every master). Call it when no other client uses the index.
     pub fn destroy(self) -> Result<(), DistError> {
-        let deadline = self.deadline();
-        self.refresh_top(deadline)?;
-        for entry in self.cached_top().entries.iter() {
-            self.drop_subtree(
-                RootRef {
-                    token: entry.token,
-                    id: entry.id,
-                },
-                deadline,
-            )?;
+        let deadline = self.deadline() + self.options.router.op_timeout * 5;
+        let name = &self.options.name;
+        let mut keys = self.router.scan_keys(&format!("{{et:{name}:*"), deadline)?;
+        keys.extend(
+            self.router
+                .scan_keys(&format!("{{et:{name}}}:*"), deadline)?,
+        );
+        for key in keys {
+            let mut del = redis::cmd("DEL");
+            del.arg(&key);
+            self.router
+                .run(slot_of(&key), &Request::write(vec![del]), deadline)?;
         }
-        let t = self.top_tag();
-        let mut del = redis::cmd("DEL");
-        del.arg(format!("{t}:top")).arg(format!("{t}:conf"));
-        self.router
-            .run(slot_of(t.as_bytes()), &Request::write(vec![del]), deadline)?;
         Ok(())
     }
 }

@@ -56,3 +56,20 @@ pub fn seeds(cluster: &LocalCluster) -> Vec<String> {
         .map(|p| format!("127.0.0.1:{p}"))
         .collect()
 }
+
+/// How many keys on the cluster's masters match `pattern` (KEYS, fine for test sizes).
+pub fn keys_matching(cluster: &LocalCluster, pattern: &str) -> usize {
+    cluster
+        .masters()
+        .unwrap()
+        .into_iter()
+        .map(|port| {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+            let mut con = client
+                .get_connection_with_timeout(Duration::from_secs(2))
+                .unwrap();
+            let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg(pattern).query(&mut con).unwrap();
+            keys.len()
+        })
+        .sum()
+}
