@@ -31,8 +31,11 @@
 //! | `repeat` | integer | repetitions measured |
 //! | `status` | string | `ok`, `skipped` or `failed` |
 //! | `note` | string or null | why the row was skipped or what failed |
+//! | `round_trips_per_op` | number or null | distributed kinds (`dist`, `dist-baseline`) only: network round trips per index operation over the timed phases of every repetition (retries and top refreshes included; a YCSB read-modify-write is two operations, a scan one) |
+//! | `masters_per_op` | number or null | distributed kinds only: distinct cluster masters contacted per index operation, over the same phases |
 //!
-//! Throughput numbers are `null` unless `status` is `ok`.
+//! Throughput numbers are `null` unless `status` is `ok`. The table shows the last two as a
+//! `RT/op | masters/op` column when a distributed kind ran.
 
 use std::io::{self, Write};
 
@@ -105,6 +108,10 @@ pub struct JsonRow<'a> {
     pub status: &'a str,
     /// Why the row was skipped or what failed.
     pub note: Option<&'a str>,
+    /// Distributed kinds: round trips per index operation in the timed phases.
+    pub round_trips_per_op: Option<f64>,
+    /// Distributed kinds: distinct masters contacted per index operation.
+    pub masters_per_op: Option<f64>,
 }
 
 impl<'a> JsonRow<'a> {
@@ -143,6 +150,8 @@ impl<'a> JsonRow<'a> {
             repeat: m.mops.len(),
             status,
             note,
+            round_trips_per_op: m.round_trips_per_op.filter(|_| ok),
+            masters_per_op: m.masters_per_op.filter(|_| ok),
         }
     }
 }
@@ -168,6 +177,8 @@ pub const FIELDS: &[&str] = &[
     "repeat",
     "status",
     "note",
+    "round_trips_per_op",
+    "masters_per_op",
 ];
 
 /// Quotes a CSV cell when it holds a comma, a quote or a line break (RFC 4180).
@@ -241,7 +252,8 @@ fn fmt_bytes(bytes: u64) -> String {
 
 /// Renders the table, rows in the order given (callers sort them; see [`sort_for_report`]).
 pub fn render_table(rows: &[Measurement]) -> String {
-    let header = [
+    let distributed = rows.iter().any(|m| m.round_trips_per_op.is_some());
+    let mut header = vec![
         "index".to_string(),
         "keys".to_string(),
         "workload".to_string(),
@@ -252,6 +264,9 @@ pub fn render_table(rows: &[Measurement]) -> String {
         "B/key self".to_string(),
         "peak RSS".to_string(),
     ];
+    if distributed {
+        header.push("RT/op | masters/op".to_string());
+    }
     let mut cells: Vec<Vec<String>> = Vec::new();
     let mut notes: Vec<Option<String>> = Vec::new();
     for m in rows {
@@ -275,7 +290,7 @@ pub fn render_table(rows: &[Measurement]) -> String {
                 ("FAILED".to_string(), "-".to_string(), Some(problem.clone()))
             }
         };
-        cells.push(vec![
+        let mut row = vec![
             m.index.clone(),
             m.keys.name().to_string(),
             format!(
@@ -289,7 +304,16 @@ pub fn render_table(rows: &[Measurement]) -> String {
             fmt_opt(m.bytes_per_key_alloc, 1),
             fmt_opt(m.bytes_per_key_self, 1),
             m.peak_rss_bytes.map_or_else(|| "-".to_string(), fmt_bytes),
-        ]);
+        ];
+        if distributed {
+            row.push(match (m.round_trips_per_op, m.masters_per_op) {
+                (Some(rt), Some(masters)) if m.status == Status::Ok => {
+                    format!("{rt:.2} | {masters:.2}")
+                }
+                _ => "-".to_string(),
+            });
+        }
+        cells.push(row);
         notes.push(note);
     }
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -299,7 +323,9 @@ pub fn render_table(rows: &[Measurement]) -> String {
         }
     }
     // Text columns left-aligned, numbers right-aligned.
-    let left = [true, true, true, false, false, false, false, false, false];
+    let left = [
+        true, true, true, false, false, false, false, false, false, false,
+    ];
     let line = |row: &[String]| -> String {
         let parts: Vec<String> = row
             .iter()
@@ -381,6 +407,8 @@ mod tests {
             bytes_per_key_alloc: Some(40.0),
             bytes_per_key_self: None,
             peak_rss_bytes: Some(1 << 20),
+            round_trips_per_op: None,
+            masters_per_op: None,
             status,
         }
     }
