@@ -511,7 +511,9 @@ impl Index for Model {
             assert!(lo <= hi, "the shell must not ask for an inverted range");
         }
         let pairs = self.pairs.lock().unwrap();
-        let in_range = |(key, _): &&(Vec<u8>, u64)| (lower, upper).contains(key.as_slice());
+        let in_range = |(key, _): &&(Vec<u8>, u64)| {
+            RangeBounds::<[u8]>::contains(&(lower, upper), key.as_slice())
+        };
         let mut visited = 0;
         let mut emit = |(key, tid): &(Vec<u8>, u64)| {
             visit(key, *tid);
