@@ -650,7 +650,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 
 /// What one timed run yields: its seconds, its sampled latencies in nanoseconds and, for a
 /// distributed index, its client's counters over the timed phase.
-type Timed = (f64, Vec<u64>, Option<DistStats>);
+pub type Timed = (f64, Vec<u64>, Option<DistStats>);
 
 /// Runs `run` and returns what it returned with `index`'s distributed counters over it
 /// (`None` for an index that is not distributed).
@@ -1126,8 +1126,9 @@ fn delete(
 /// Runs a YCSB stream on `index`, loaded with the stream's first `loaded` keys, and checks the
 /// results: every read and read-modify-write finds its key with its position in the tid's low
 /// 32 bits, every scan visits at least its start key and at most its length, and afterwards
-/// every key the inserts added is there. Returns the seconds taken and the sampled latencies.
-fn ycsb(
+/// every key the inserts added is there. Returns the seconds taken, the sampled latencies and
+/// (for a distributed index) the client's counters over the timed operations.
+pub fn ycsb(
     index: &dyn BenchIndex,
     keys: &KeySet,
     stream: &YcsbStream,
