@@ -803,6 +803,10 @@ impl Group<'_> {
     }
 }
 
+/// A loaded index, the seconds its load took and (distributed kinds) the client's counters
+/// over the load.
+type Filled = (Box<dyn BenchIndex>, f64, Option<DistStats>);
+
 /// Loads `index` with the keys at `positions` (key `i` mapping to tid `i`): by bulk load if the
 /// index loads in bulk, else by inserts on `threads` threads, sampling their latencies into
 /// `latencies` if given. Returns the index, the timed seconds and, for a distributed index,
@@ -813,7 +817,7 @@ fn fill(
     positions: &[u32],
     threads: usize,
     latencies: Option<&Latencies>,
-) -> Result<(Box<dyn BenchIndex>, f64, Option<DistStats>), String> {
+) -> Result<Filled, String> {
     if index.loads_in_bulk() {
         // A bulk load maps key `i` of the set it is given to tid `i`: the whole key set, or a
         // prefix of it (`positions` are `0..count`), keeps tids equal to positions.

@@ -225,20 +225,20 @@ fn measure(
                 .add_master()
                 .map_err(|e| format!("adding a master: {e}"))?;
             let (_, name, _) = &indexes[0];
-            let side = DistIndex::connect(&[seed.clone()], options(name))
+            let side = DistIndex::connect(std::slice::from_ref(&seed), options(name))
                 .map_err(|e| format!("connecting the rebalancing client: {e}"))?;
             rebalance = side.rebalance().map_err(|e| format!("rebalancing: {e}"))?;
         }
         for (kind, name, index) in &indexes {
             match kind {
                 IndexKind::DistBaseline => shape.heights.push(
-                    BaselineIndex::connect(&[seed.clone()], options(name))
+                    BaselineIndex::connect(std::slice::from_ref(&seed), options(name))
                         .and_then(|b| b.height())
                         .map_err(|e| format!("reading the baseline's height: {e}"))?,
                 ),
                 _ if phase == 0 => {
                     shape.subtrees = Some(
-                        DistIndex::connect(&[seed.clone()], options(name))
+                        DistIndex::connect(std::slice::from_ref(&seed), options(name))
                             .map_err(|e| format!("reading the top: {e}"))?
                             .top_entries()
                             .len(),
@@ -368,13 +368,13 @@ fn run_workload(
 }
 
 /// The row of `index` on `masters` masters at `threads` threads under `workload`.
-fn find<'a>(
-    rows: &'a [Row],
+fn find(
+    rows: &[Row],
     index: IndexKind,
     masters: usize,
     threads: usize,
     workload: Ycsb,
-) -> Option<&'a Row> {
+) -> Option<&Row> {
     rows.iter().find(|r| {
         r.index == index.name()
             && r.masters == masters
