@@ -31,11 +31,13 @@
 //! | `repeat` | integer | repetitions measured |
 //! | `status` | string | `ok`, `skipped` or `failed` |
 //! | `note` | string or null | why the row was skipped or what failed |
-//! | `round_trips_per_op` | number or null | distributed kinds (`dist`, `dist-baseline`) only: network round trips per index operation over the timed phases of every repetition (retries and top refreshes included; a YCSB read-modify-write is two operations, a scan one) |
-//! | `masters_per_op` | number or null | distributed kinds only: distinct cluster masters contacted per index operation, over the same phases |
+//! | `round_trips_per_op` | number | distributed kinds (`dist`, `dist-baseline`) only: network round trips per index operation over the timed phases of every repetition (retries and top refreshes included; a YCSB read-modify-write is two operations, a scan one) |
+//! | `masters_per_op` | number | distributed kinds only: distinct cluster masters contacted per index operation, over the same phases |
 //!
-//! Throughput numbers are `null` unless `status` is `ok`. The table shows the last two as a
-//! `RT/op | masters/op` column when a distributed kind ran.
+//! Throughput numbers are `null` unless `status` is `ok`. The last two fields appear only on
+//! the measured rows of the distributed kinds (`dist`, `dist-baseline`); the CSV file has
+//! their columns ([`DIST_FIELDS`]) only when such a row is in it, and the table shows them
+//! as a `RT/op | masters/op` column.
 
 use std::io::{self, Write};
 
@@ -108,9 +110,12 @@ pub struct JsonRow<'a> {
     pub status: &'a str,
     /// Why the row was skipped or what failed.
     pub note: Option<&'a str>,
-    /// Distributed kinds: round trips per index operation in the timed phases.
+    /// Distributed kinds: round trips per index operation in the timed phases (left out of
+    /// the JSON of the other indexes).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub round_trips_per_op: Option<f64>,
     /// Distributed kinds: distinct masters contacted per index operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub masters_per_op: Option<f64>,
 }
 
@@ -177,9 +182,11 @@ pub const FIELDS: &[&str] = &[
     "repeat",
     "status",
     "note",
-    "round_trips_per_op",
-    "masters_per_op",
 ];
+
+/// The columns the CSV file adds after [`FIELDS`] when a distributed kind ran (their JSON
+/// fields appear only on the rows of the distributed kinds).
+pub const DIST_FIELDS: &[&str] = &["round_trips_per_op", "masters_per_op"];
 
 /// Quotes a CSV cell when it holds a comma, a quote or a line break (RFC 4180).
 fn csv_cell(text: &str) -> String {
@@ -193,10 +200,14 @@ fn csv_cell(text: &str) -> String {
 /// Writes a CSV header line ([`FIELDS`]) and one line per measurement with the JSON lines'
 /// values; a missing number is an empty cell.
 pub fn write_csv(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "{}", FIELDS.join(","))?;
+    let mut fields = FIELDS.to_vec();
+    if rows.iter().any(|m| m.round_trips_per_op.is_some()) {
+        fields.extend_from_slice(DIST_FIELDS);
+    }
+    writeln!(out, "{}", fields.join(","))?;
     for m in rows {
         let value = serde_json::to_value(JsonRow::from_measurement(m))?;
-        writeln!(out, "{}", csv_line(FIELDS, &value))?;
+        writeln!(out, "{}", csv_line(&fields, &value))?;
     }
     Ok(())
 }
@@ -489,6 +500,35 @@ mod tests {
             lines[2].ends_with(",skipped,\"no, \"\"really\"\"\""),
             "{}",
             lines[2]
+        );
+    }
+
+    #[test]
+    fn distributed_rows_add_their_fields() {
+        let mut dist = row("dist", 1, &[0.01], Status::Ok);
+        dist.round_trips_per_op = Some(1.0);
+        dist.masters_per_op = Some(1.0);
+        let rows = vec![row("btree", 1, &[2.0], Status::Ok), dist];
+        let mut out = Vec::new();
+        write_csv(&rows, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with(",note,round_trips_per_op,masters_per_op"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with(",ok,,,"), "{text}");
+        assert!(lines[2].ends_with(",ok,,1.0,1.0"), "{text}");
+        let mut json = Vec::new();
+        write_json_lines(&rows, &mut json).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        let (btree, dist) = json.split_once('\n').unwrap();
+        assert!(!btree.contains("round_trips_per_op"), "{btree}");
+        assert!(dist.contains("\"round_trips_per_op\":1.0"), "{dist}");
+        let table = render_table(&rows);
+        assert!(
+            table.contains("RT/op | masters/op") && table.contains("1.00 | 1.00"),
+            "{table}"
         );
     }
 }

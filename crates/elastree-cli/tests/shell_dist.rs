@@ -3,31 +3,13 @@
 //! errors for a missing, misplaced or unreachable `--cluster`. Needs `redis-server` and
 //! `redis-cli` on PATH.
 
-use std::io::Write;
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use elastree_dist::local::{ClusterSpec, LocalCluster};
 
-/// Runs `elastree ARGS` with `input` on stdin.
-fn run(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elastree"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn elastree");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let output = child.wait_with_output().expect("wait for elastree");
-    feeder.join().unwrap();
-    output
-}
+mod common;
+use common::run;
 
 /// Runs a shell session, checks it succeeded with nothing on stderr, returns stdout.
 fn session(args: &[&str], script: &str) -> String {
