@@ -18,6 +18,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::alloc;
+use crate::cluster::LocalClusterGuard;
 use crate::keys::KeySetKind;
 use crate::parse_count;
 use crate::peers::{Budget, IndexSpec};
@@ -31,20 +32,34 @@ pub const EXIT_USAGE: u8 = 2;
 pub const DEFAULT_N: usize = 1_000_000;
 /// Keys per key set with `--quick`.
 pub const QUICK_N: usize = 200_000;
+/// Keys per key set unless `--n` says otherwise, in a run that names a distributed kind.
+pub const DIST_N: usize = 100_000;
+/// Keys per key set with `--quick`, in a run that names a distributed kind.
+pub const DIST_QUICK_N: usize = 10_000;
 
 /// The options of a benchmark run.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Indexes to measure, comma-separated, or `all`: elastree's kinds (btree) and the peers
-    /// btreemap, bplustree, ferntree, congee, scc, skipmap, sorted.
+    /// btreemap, bplustree, ferntree, congee, scc, skipmap, sorted. The distributed kinds
+    /// `dist` and `dist-baseline` run on a Redis Cluster (see --cluster) and are measured
+    /// only when named, never as part of `all`.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub index: Vec<String>,
+
+    /// The Redis Cluster of the distributed kinds (`dist`, `dist-baseline`), as host:port of
+    /// any node. Without it, a run that names a distributed kind starts a local cluster of 3
+    /// masters with 1 replica each for the run (needs redis-server) and stops it at the end.
+    #[arg(long, value_name = "ADDR")]
+    pub cluster: Option<String>,
 
     /// Key sets, comma-separated, or `all` (every key set the benchmark can generate).
     #[arg(long, value_delimiter = ',', default_value = "rand64")]
     pub keys: Vec<String>,
 
-    /// Keys per key set; suffixes K and M (decimal): 200K, 10M. Default 1M (200K with --quick).
+    /// Keys per key set; suffixes K and M (decimal): 200K, 10M. Default 1M (200K with --quick);
+    /// a run that names a distributed kind defaults to 100K (10K with --quick), since every
+    /// operation of those is a network round trip.
     #[arg(long, value_parser = parse_count)]
     pub n: Option<usize>,
 
@@ -176,12 +191,17 @@ impl BenchArgs {
             )
             .map_err(|e| format!("--workload: {e}"))?,
         );
+        let distributed = indexes.iter().any(|spec| spec.is_distributed());
+        let default_n = match (distributed, self.quick) {
+            (false, false) => DEFAULT_N,
+            (false, true) => QUICK_N,
+            (true, false) => DIST_N,
+            (true, true) => DIST_QUICK_N,
+        };
         let cfg = RunConfig {
             indexes,
             keysets,
-            n: self
-                .n
-                .unwrap_or(if self.quick { QUICK_N } else { DEFAULT_N }),
+            n: self.n.unwrap_or(default_n),
             workloads,
             threads: dedup(self.threads.clone()),
             repeat: self.repeat.unwrap_or(if self.quick { 1 } else { 3 }),
@@ -189,6 +209,7 @@ impl BenchArgs {
             scan_len: self.scan_len,
             budget: self.budget,
             tuning: crate::peers::SeqTreeTuning::default(),
+            cluster: self.cluster.clone(),
         };
         validate(&cfg)?;
         Ok(cfg)
@@ -244,13 +265,44 @@ pub fn warn_if_debug(how: &str) {
 /// `elastree bench` / `elastree-bench`: measures, prints the table, writes the files asked
 /// for. `program` prefixes error messages (`elastree bench`, `elastree-bench`).
 pub fn run(args: &BenchArgs, program: &str) -> ExitCode {
-    let cfg = match args.config() {
+    let mut cfg = match args.config() {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("{program}: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // The distributed kinds need a cluster: start a local one for the run if none was given.
+    let mut local = None;
+    if cfg.cluster.is_none() && cfg.indexes.iter().any(|spec| spec.is_distributed()) {
+        println!(
+            "{program}: starting a local Redis Cluster (3 masters, 1 replica each) for the \
+             distributed kinds; it is stopped at the end (use --cluster ADDR for your own)"
+        );
+        match LocalClusterGuard::start(3, 1) {
+            Ok(guard) => {
+                println!("{program}: local cluster up at {}", guard.seed());
+                cfg.cluster = Some(guard.seed());
+                local = Some(guard);
+            }
+            Err(e) => {
+                eprintln!("{program}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let code = run_config(&cfg, args, program);
+    if let Some(guard) = local {
+        match guard.stop() {
+            Ok(()) => println!("{program}: stopped the local Redis Cluster"),
+            Err(e) => eprintln!("{program}: {e}"),
+        }
+    }
+    code
+}
+
+/// [`run`] once the configuration is known and its cluster (if any) is up.
+fn run_config(cfg: &RunConfig, args: &BenchArgs, program: &str) -> ExitCode {
     warn_if_debug("cargo run --release -p elastree-cli -- bench");
     if !alloc::installed() {
         eprintln!(
@@ -269,7 +321,7 @@ pub fn run(args: &BenchArgs, program: &str) -> ExitCode {
         names.join(",")
     );
 
-    let rows = measure(&cfg);
+    let rows = measure(cfg);
     println!();
     print!("{}", report::render_table(&rows));
     let peak = rows.iter().filter_map(|m| m.peak_rss_bytes).max();
@@ -353,6 +405,26 @@ mod tests {
         assert_eq!(cfg.workloads, Workload::ALL);
         let cfg = parse(&["--workload", "default,ycsb-e"]).config().unwrap();
         assert_eq!(cfg.workloads.len(), Workload::DEFAULT.len() + 1);
+    }
+
+    #[test]
+    fn distributed_kinds_are_named_only() {
+        let cfg = parse(&["--quick"]).config().unwrap();
+        assert!(cfg.indexes.iter().all(|spec| !spec.is_distributed()));
+        let cfg = parse(&[
+            "--quick",
+            "--index",
+            "dist,dist-baseline",
+            "--cluster",
+            "h:1",
+        ])
+        .config()
+        .unwrap();
+        let names: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["dist", "dist-baseline"]);
+        assert_eq!((cfg.n, cfg.cluster.as_deref()), (DIST_QUICK_N, Some("h:1")));
+        let cfg = parse(&["--index", "btree,dist"]).config().unwrap();
+        assert_eq!((cfg.n, cfg.cluster), (DIST_N, None));
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! * [`ycsb`]: the YCSB core workloads' operation streams;
 //! * [`alloc`]: the counting global allocator and RSS readings for memory figures;
 //! * [`report`]: the table, the JSON lines and the CSV file;
+//! * [`cluster`]: the distributed kinds (`dist`, `dist-baseline`): their cluster, their
+//!   clients and their round-trip counters;
 //! * [`cli`]: the command line ([`cli::BenchArgs`], [`cli::run`]) of `elastree-bench` and
 //!   `elastree bench`;
 //! * [`growshrink`]: the grow-then-shrink (data spike) driver;
@@ -20,6 +22,7 @@
 
 pub mod alloc;
 pub mod cli;
+pub mod cluster;
 pub mod dist;
 pub mod growshrink;
 pub mod keys;

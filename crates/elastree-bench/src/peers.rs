@@ -21,6 +21,9 @@ use std::sync::{Arc, Mutex};
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 
+use elastree_dist::{DistOptions, DistStats};
+
+use crate::cluster::{self, ClusterIndex, Owned};
 use crate::keys::{Key, KeyData, KeySet, KeySetKind, KeyWidth};
 use crate::workload::Workload;
 
@@ -88,6 +91,12 @@ pub trait BenchIndex: Send + Sync {
     /// What the elasticity algorithm did so far (compactions, grows, expansions), for
     /// indexes with SeqTree leaves.
     fn elastic_stats(&self) -> Option<ElasticStats> {
+        None
+    }
+
+    /// The cumulative counters of a distributed index's client (round trips, masters
+    /// contacted, operations); `None` for every index that is not distributed.
+    fn dist_stats(&self) -> Option<DistStats> {
         None
     }
 }
@@ -164,6 +173,37 @@ impl IndexSpec {
         }
     }
 
+    /// Whether the index lives on a Redis Cluster (`dist`, `dist-baseline`): it is built by
+    /// [`IndexSpec::build_on`] with a cluster address and is not in [`IndexSpec::all`].
+    pub fn is_distributed(self) -> bool {
+        matches!(self, IndexSpec::Elastree(kind) if kind.is_distributed())
+    }
+
+    /// [`IndexSpec::build_tuned`], with the cluster (a seed address, "host:port") that the
+    /// distributed kinds connect to; each such index gets a fresh name and is deleted from the
+    /// cluster when dropped. Other indexes ignore `cluster`.
+    pub fn build_on(
+        self,
+        keys: &KeySet,
+        budget: Budget,
+        tuning: SeqTreeTuning,
+        cluster: Option<&str>,
+    ) -> Result<Box<dyn BenchIndex>, String> {
+        match (self, cluster) {
+            (IndexSpec::Elastree(kind), Some(seed)) if kind.is_distributed() => {
+                let client = cluster::connect(
+                    kind,
+                    seed,
+                    cluster::fresh_name("bench"),
+                    DistOptions::default(),
+                )
+                .map_err(|e| format!("connecting {kind} to the cluster at {seed}: {e}"))?;
+                Ok(Box::new(Elastree::on_cluster(kind, keys, client)))
+            }
+            _ => self.build_tuned(keys, budget, tuning),
+        }
+    }
+
     /// Builds an empty index for the keys of `keys` (tid `i` being key `i`, which indexes
     /// with indirect keys load from `keys`); `budget` is the elastic kind's.
     pub fn build(self, keys: &KeySet, budget: Budget) -> Result<Box<dyn BenchIndex>, String> {
@@ -180,6 +220,11 @@ impl IndexSpec {
     ) -> Result<Box<dyn BenchIndex>, String> {
         let width = keys.width();
         Ok(match (self, width) {
+            (IndexSpec::Elastree(kind), _) if kind.is_distributed() => {
+                return Err(format!(
+                    "{kind} lives on a Redis Cluster: build it with a cluster address"
+                ))
+            }
             (IndexSpec::Elastree(kind), _) => {
                 Box::new(Elastree::with_tuning(kind, keys, budget, tuning)?)
             }
@@ -290,14 +335,20 @@ impl fmt::Display for IndexSpec {
 impl FromStr for IndexSpec {
     type Err = String;
 
+    /// The name of any index in [`IndexSpec::all`] or of a distributed kind (`dist`,
+    /// `dist-baseline`).
     fn from_str(s: &str) -> Result<Self, String> {
-        IndexSpec::all()
-            .into_iter()
-            .find(|spec| spec.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = IndexSpec::all().iter().map(|spec| spec.name()).collect();
-                format!("unknown index {s:?} (known: {})", names.join(", "))
-            })
+        let known = || {
+            IndexSpec::all().into_iter().chain(
+                IndexKind::DISTRIBUTED
+                    .iter()
+                    .map(|&kind| IndexSpec::Elastree(kind)),
+            )
+        };
+        known().find(|spec| spec.name() == s).ok_or_else(|| {
+            let names: Vec<_> = known().map(|spec| spec.name()).collect();
+            format!("unknown index {s:?} (known: {})", names.join(", "))
+        })
     }
 }
 
@@ -334,16 +385,46 @@ fn width_check(name: &str, built: KeyWidth, keys: KeySetKind) -> Result<(), Stri
 
 /// An elastree index kind through its public [`Index`] trait. 8-byte key sets are stored as
 /// big-endian bytes in an index built with [`KeyLen::Fixed`]`(8)`, 16-byte ones in an index
-/// built with [`KeyLen::Fixed`]`(16)`, all others with [`KeyLen::Variable`].
+/// built with [`KeyLen::Fixed`]`(16)`, all others with [`KeyLen::Variable`]. The distributed
+/// kinds ([`Elastree::on_cluster`]) take every key length and store the same big-endian
+/// bytes.
 pub struct Elastree {
-    index: Box<dyn Index>,
+    index: Held,
     kind: IndexKind,
     width: KeyWidth,
     /// The options the index was built with (the `static` kind is rebuilt by its bulk load).
     builder: IndexBuilder,
 }
 
+/// The index an [`Elastree`] adapter drives.
+enum Held {
+    /// Built by [`IndexBuilder`], in this process.
+    Local(Box<dyn Index>),
+    /// A client of an index on a Redis Cluster, deleted from the cluster when dropped.
+    Cluster(Owned),
+}
+
 impl Elastree {
+    /// Drives the distributed index of `client` (of distributed `kind`) for the keys of
+    /// `keys`; the index is deleted from the cluster when the adapter is dropped.
+    pub fn on_cluster(kind: IndexKind, keys: &KeySet, client: Box<dyn ClusterIndex>) -> Self {
+        Self {
+            index: Held::Cluster(Owned::new(client)),
+            kind,
+            width: keys.width(),
+            builder: IndexBuilder::new(kind),
+        }
+    }
+
+    /// The index.
+    #[inline]
+    fn index(&self) -> &dyn Index {
+        match &self.index {
+            Held::Local(index) => index.as_ref(),
+            Held::Cluster(owned) => owned.client().index(),
+        }
+    }
+
     /// Builds a unique index of `kind` for the keys of `keys` with the kind's default node
     /// sizes; kinds with indirect keys load keys from `keys`, and the elastic kind gets
     /// `budget`.
@@ -388,7 +469,7 @@ impl Elastree {
             .build()
             .map_err(|e| format!("building elastree {kind}: {e}"))?;
         Ok(Self {
-            index,
+            index: Held::Local(index),
             kind,
             width,
             builder,
@@ -459,16 +540,17 @@ impl BenchIndex for Elastree {
             let key = Self::with_bytes(keys.key(i as usize), <[u8]>::to_vec);
             (key, u64::from(i))
         });
-        self.index = self
-            .builder
-            .build_sorted(&mut pairs)
-            .map_err(|e| format!("bulk-loading elastree {}: {e}", self.kind))?;
+        self.index = Held::Local(
+            self.builder
+                .build_sorted(&mut pairs)
+                .map_err(|e| format!("bulk-loading elastree {}: {e}", self.kind))?,
+        );
         Ok(())
     }
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {
-        if let Err(e) = Self::with_bytes(key, |k| self.index.insert(k, value)) {
+        if let Err(e) = Self::with_bytes(key, |k| self.index().insert(k, value)) {
             panic!("elastree {} insert failed: {e}", self.kind);
         }
     }
@@ -478,7 +560,7 @@ impl BenchIndex for Elastree {
         if !self.may_hold(key) {
             return None;
         }
-        Self::with_bytes(key, |k| self.index.get(k))
+        Self::with_bytes(key, |k| self.index().get(k))
             .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.kind))
     }
 
@@ -486,7 +568,7 @@ impl BenchIndex for Elastree {
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         let width = self.width;
         Self::with_bytes(start, |k| {
-            self.index.scan(
+            self.index().scan(
                 Bound::Included(k),
                 Bound::Unbounded,
                 Direction::Ascending,
@@ -501,7 +583,7 @@ impl BenchIndex for Elastree {
     fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         let width = self.width;
         Self::with_bytes(start, |k| {
-            self.index.scan(
+            self.index().scan(
                 Bound::Unbounded,
                 Bound::Included(k),
                 Direction::Descending,
@@ -517,23 +599,34 @@ impl BenchIndex for Elastree {
         if !self.may_hold(key) {
             return false;
         }
-        Self::with_bytes(key, |k| self.index.remove(k))
+        Self::with_bytes(key, |k| self.index().remove(k))
             .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.kind))
             .is_some()
     }
 
     fn self_reported_bytes(&self) -> Option<usize> {
-        Some(self.index.memory().total())
+        match &self.index {
+            Held::Local(index) => Some(index.memory().total()),
+            // The client holds only its cached top; the tree is in the cluster's memory.
+            Held::Cluster(_) => None,
+        }
     }
 
     fn quiesce(&self) {
-        if let Err(e) = self.index.quiesce() {
+        if let Err(e) = self.index().quiesce() {
             panic!("elastree {} background work failed: {e}", self.kind);
         }
     }
 
     fn elastic_stats(&self) -> Option<ElasticStats> {
-        self.index.elastic_stats()
+        self.index().elastic_stats()
+    }
+
+    fn dist_stats(&self) -> Option<DistStats> {
+        match &self.index {
+            Held::Local(_) => None,
+            Held::Cluster(owned) => Some(owned.client().stats()),
+        }
     }
 }
 

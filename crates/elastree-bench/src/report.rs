@@ -31,8 +31,13 @@
 //! | `repeat` | integer | repetitions measured |
 //! | `status` | string | `ok`, `skipped` or `failed` |
 //! | `note` | string or null | why the row was skipped or what failed |
+//! | `round_trips_per_op` | number | distributed kinds (`dist`, `dist-baseline`) only: network round trips per index operation over the timed phases of every repetition (retries and top refreshes included; a YCSB read-modify-write is two operations, a scan one) |
+//! | `masters_per_op` | number | distributed kinds only: distinct cluster masters contacted per index operation, over the same phases |
 //!
-//! Throughput numbers are `null` unless `status` is `ok`.
+//! Throughput numbers are `null` unless `status` is `ok`. The last two fields appear only on
+//! the measured rows of the distributed kinds (`dist`, `dist-baseline`); the CSV file has
+//! their columns ([`DIST_FIELDS`]) only when such a row is in it, and the table shows them
+//! as a `RT/op | masters/op` column.
 
 use std::io::{self, Write};
 
@@ -105,6 +110,13 @@ pub struct JsonRow<'a> {
     pub status: &'a str,
     /// Why the row was skipped or what failed.
     pub note: Option<&'a str>,
+    /// Distributed kinds: round trips per index operation in the timed phases (left out of
+    /// the JSON of the other indexes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trips_per_op: Option<f64>,
+    /// Distributed kinds: distinct masters contacted per index operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub masters_per_op: Option<f64>,
 }
 
 impl<'a> JsonRow<'a> {
@@ -143,6 +155,8 @@ impl<'a> JsonRow<'a> {
             repeat: m.mops.len(),
             status,
             note,
+            round_trips_per_op: m.round_trips_per_op.filter(|_| ok),
+            masters_per_op: m.masters_per_op.filter(|_| ok),
         }
     }
 }
@@ -170,6 +184,10 @@ pub const FIELDS: &[&str] = &[
     "note",
 ];
 
+/// The columns the CSV file adds after [`FIELDS`] when a distributed kind ran (their JSON
+/// fields appear only on the rows of the distributed kinds).
+pub const DIST_FIELDS: &[&str] = &["round_trips_per_op", "masters_per_op"];
+
 /// Quotes a CSV cell when it holds a comma, a quote or a line break (RFC 4180).
 fn csv_cell(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
@@ -182,10 +200,14 @@ fn csv_cell(text: &str) -> String {
 /// Writes a CSV header line ([`FIELDS`]) and one line per measurement with the JSON lines'
 /// values; a missing number is an empty cell.
 pub fn write_csv(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "{}", FIELDS.join(","))?;
+    let mut fields = FIELDS.to_vec();
+    if rows.iter().any(|m| m.round_trips_per_op.is_some()) {
+        fields.extend_from_slice(DIST_FIELDS);
+    }
+    writeln!(out, "{}", fields.join(","))?;
     for m in rows {
         let value = serde_json::to_value(JsonRow::from_measurement(m))?;
-        writeln!(out, "{}", csv_line(FIELDS, &value))?;
+        writeln!(out, "{}", csv_line(&fields, &value))?;
     }
     Ok(())
 }
@@ -241,7 +263,8 @@ fn fmt_bytes(bytes: u64) -> String {
 
 /// Renders the table, rows in the order given (callers sort them; see [`sort_for_report`]).
 pub fn render_table(rows: &[Measurement]) -> String {
-    let header = [
+    let distributed = rows.iter().any(|m| m.round_trips_per_op.is_some());
+    let mut header = vec![
         "index".to_string(),
         "keys".to_string(),
         "workload".to_string(),
@@ -252,6 +275,9 @@ pub fn render_table(rows: &[Measurement]) -> String {
         "B/key self".to_string(),
         "peak RSS".to_string(),
     ];
+    if distributed {
+        header.push("RT/op | masters/op".to_string());
+    }
     let mut cells: Vec<Vec<String>> = Vec::new();
     let mut notes: Vec<Option<String>> = Vec::new();
     for m in rows {
@@ -275,7 +301,7 @@ pub fn render_table(rows: &[Measurement]) -> String {
                 ("FAILED".to_string(), "-".to_string(), Some(problem.clone()))
             }
         };
-        cells.push(vec![
+        let mut row = vec![
             m.index.clone(),
             m.keys.name().to_string(),
             format!(
@@ -289,7 +315,16 @@ pub fn render_table(rows: &[Measurement]) -> String {
             fmt_opt(m.bytes_per_key_alloc, 1),
             fmt_opt(m.bytes_per_key_self, 1),
             m.peak_rss_bytes.map_or_else(|| "-".to_string(), fmt_bytes),
-        ]);
+        ];
+        if distributed {
+            row.push(match (m.round_trips_per_op, m.masters_per_op) {
+                (Some(rt), Some(masters)) if m.status == Status::Ok => {
+                    format!("{rt:.2} | {masters:.2}")
+                }
+                _ => "-".to_string(),
+            });
+        }
+        cells.push(row);
         notes.push(note);
     }
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -299,7 +334,9 @@ pub fn render_table(rows: &[Measurement]) -> String {
         }
     }
     // Text columns left-aligned, numbers right-aligned.
-    let left = [true, true, true, false, false, false, false, false, false];
+    let left = [
+        true, true, true, false, false, false, false, false, false, false,
+    ];
     let line = |row: &[String]| -> String {
         let parts: Vec<String> = row
             .iter()
@@ -381,6 +418,8 @@ mod tests {
             bytes_per_key_alloc: Some(40.0),
             bytes_per_key_self: None,
             peak_rss_bytes: Some(1 << 20),
+            round_trips_per_op: None,
+            masters_per_op: None,
             status,
         }
     }
@@ -461,6 +500,35 @@ mod tests {
             lines[2].ends_with(",skipped,\"no, \"\"really\"\"\""),
             "{}",
             lines[2]
+        );
+    }
+
+    #[test]
+    fn distributed_rows_add_their_fields() {
+        let mut dist = row("dist", 1, &[0.01], Status::Ok);
+        dist.round_trips_per_op = Some(1.0);
+        dist.masters_per_op = Some(1.0);
+        let rows = vec![row("btree", 1, &[2.0], Status::Ok), dist];
+        let mut out = Vec::new();
+        write_csv(&rows, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with(",note,round_trips_per_op,masters_per_op"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with(",ok,,,"), "{text}");
+        assert!(lines[2].ends_with(",ok,,1.0,1.0"), "{text}");
+        let mut json = Vec::new();
+        write_json_lines(&rows, &mut json).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        let (btree, dist) = json.split_once('\n').unwrap();
+        assert!(!btree.contains("round_trips_per_op"), "{btree}");
+        assert!(dist.contains("\"round_trips_per_op\":1.0"), "{dist}");
+        let table = render_table(&rows);
+        assert!(
+            table.contains("RT/op | masters/op") && table.contains("1.00 | 1.00"),
+            "{table}"
         );
     }
 }

@@ -46,7 +46,10 @@ use rand::{Rng, SeedableRng};
 
 use elastree::Direction;
 
+use elastree_dist::DistStats;
+
 use crate::alloc;
+use crate::cluster;
 use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
@@ -259,6 +262,9 @@ pub struct RunConfig {
     pub budget: Budget,
     /// The SeqTree-leaf options of elastree's elastic and seqtree kinds.
     pub tuning: SeqTreeTuning,
+    /// The Redis Cluster ("host:port" of a node) the distributed kinds (`dist`,
+    /// `dist-baseline`) connect to; they cannot be built without one.
+    pub cluster: Option<String>,
 }
 
 /// How a row ended.
@@ -302,6 +308,11 @@ pub struct Measurement {
     /// system allows. It includes the key set, the operation streams and whatever heap the
     /// allocator kept from earlier groups.
     pub peak_rss_bytes: Option<u64>,
+    /// Distributed kinds: network round trips per index operation in the timed phases (all
+    /// repetitions; a YCSB read-modify-write is two operations, a scan one).
+    pub round_trips_per_op: Option<f64>,
+    /// Distributed kinds: distinct masters contacted per index operation in the timed phases.
+    pub masters_per_op: Option<f64>,
     /// How the row ended.
     pub status: Status,
 }
@@ -377,6 +388,9 @@ struct GroupRun<'a> {
     group: Group<'a>,
     /// One row per workload, in [`Workload::ALL`] order.
     rows: Vec<Measurement>,
+    /// Distributed kinds: the client counters of each row's timed phases, summed over the
+    /// repetitions (parallel to `rows`).
+    dist: Vec<Option<DistStats>>,
     /// Whether any workload runs at all.
     active: bool,
     /// Bytes still allocated after this index's passes dropped their copies: memory the
@@ -394,7 +408,7 @@ impl<'a> GroupRun<'a> {
         keys: &'a KeySet,
         streams: Streams<'a>,
         threads: usize,
-        cfg: &RunConfig,
+        cfg: &'a RunConfig,
         progress: &ProgressBar,
     ) -> Self {
         let mut workloads = cfg.workloads.clone();
@@ -412,11 +426,13 @@ impl<'a> GroupRun<'a> {
             bytes_per_key_alloc: None,
             bytes_per_key_self: None,
             peak_rss_bytes: None,
+            round_trips_per_op: None,
+            masters_per_op: None,
             status,
         };
         // Each workload's status, or the reason the index cannot run here at all.
         let support = || -> Result<Vec<Status>, String> {
-            let probe = spec.build_tuned(keys, cfg.budget, cfg.tuning)?;
+            let probe = spec.build_on(keys, cfg.budget, cfg.tuning, cfg.cluster.as_deref())?;
             probe.supports(keys.kind)?;
             if threads == 0 {
                 return Err("0 threads".to_string());
@@ -444,6 +460,7 @@ impl<'a> GroupRun<'a> {
             .count();
         progress.inc((skipped * cfg.repeat) as u64);
         let active = skipped < statuses.len();
+        let dist = vec![None; workloads.len()];
         let rows = workloads
             .iter()
             .zip(statuses)
@@ -456,6 +473,7 @@ impl<'a> GroupRun<'a> {
                 keys,
                 budget: cfg.budget,
                 tuning: cfg.tuning,
+                cluster: cfg.cluster.as_deref(),
                 ops: streams.ops,
                 ycsb: streams.ycsb,
                 threads,
@@ -463,8 +481,10 @@ impl<'a> GroupRun<'a> {
                 mem_alloc: Vec::new(),
                 mem_self: Vec::new(),
                 latencies: Vec::new(),
+                dist: None,
             },
             rows,
+            dist,
             active,
             retained: 0,
             peak_rss: None,
@@ -492,7 +512,7 @@ impl<'a> GroupRun<'a> {
             self.group.keys.kind,
             self.group.threads,
         );
-        for m in &mut self.rows {
+        for (m, dist) in self.rows.iter_mut().zip(&mut self.dist) {
             if m.status != Status::Ok {
                 continue;
             }
@@ -509,6 +529,9 @@ impl<'a> GroupRun<'a> {
                 Ok(secs) => {
                     m.mops.push(m.ops as f64 / secs / 1e6);
                     m.latency_ns.append(&mut group.latencies);
+                    if let Some(delta) = group.dist.take() {
+                        *dist = Some(dist.map_or(delta, |sum| cluster::stats_sum(sum, delta)));
+                    }
                 }
                 Err(problem) => {
                     note(
@@ -554,9 +577,13 @@ impl<'a> GroupRun<'a> {
         let n = keys.len() as f64;
         let alloc_per_key = median(&self.group.mem_alloc).map(|b| b / n);
         let self_per_key = median(&self.group.mem_self).map(|b| b / n);
-        for m in &mut self.rows {
+        for (m, dist) in self.rows.iter_mut().zip(&self.dist) {
             if matches!(m.status, Status::Skipped(_)) {
                 continue;
+            }
+            if let Some((round_trips, masters)) = dist.and_then(cluster::per_op) {
+                m.round_trips_per_op = Some(round_trips);
+                m.masters_per_op = Some(masters);
             }
             m.bytes_per_key_alloc = alloc_per_key;
             m.bytes_per_key_self = self_per_key;
@@ -621,8 +648,20 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
-/// What one timed run yields: its seconds and its sampled latencies in nanoseconds.
-type Timed = (f64, Vec<u64>);
+/// What one timed run yields: its seconds, its sampled latencies in nanoseconds and, for a
+/// distributed index, its client's counters over the timed phase.
+pub type Timed = (f64, Vec<u64>, Option<DistStats>);
+
+/// Runs `run` and returns what it returned with `index`'s distributed counters over it
+/// (`None` for an index that is not distributed).
+fn counted<R>(index: &dyn BenchIndex, run: impl FnOnce() -> R) -> (R, Option<DistStats>) {
+    let before = index.dist_stats();
+    let result = run();
+    let delta = before
+        .zip(index.dist_stats())
+        .map(|(before, after)| cluster::stats_delta(after, before));
+    (result, delta)
+}
 
 /// The state of one index × key set × thread count while its workloads run.
 struct Group<'a> {
@@ -632,6 +671,8 @@ struct Group<'a> {
     budget: Budget,
     /// The SeqTree-leaf options.
     tuning: SeqTreeTuning,
+    /// The cluster of the distributed kinds.
+    cluster: Option<&'a str>,
     ops: &'a OpStreams,
     /// The YCSB streams of this thread count.
     ycsb: &'a [YcsbStream],
@@ -644,6 +685,8 @@ struct Group<'a> {
     mem_self: Vec<f64>,
     /// Latency samples (ns) of the last measurement.
     latencies: Vec<u64>,
+    /// Distributed kinds: the client counters of the last measurement's timed phase.
+    dist: Option<DistStats>,
 }
 
 impl Group<'_> {
@@ -651,7 +694,7 @@ impl Group<'_> {
     /// leaves the measurement's latency samples in `self.latencies`.
     fn measure(&mut self, workload: Workload) -> Result<f64, String> {
         let (ops, threads) = (self.ops, self.threads);
-        let (secs, latencies) = match workload {
+        let (secs, latencies, dist) = match workload {
             Workload::Load => {
                 let (index, timed) = self.load()?;
                 self.loaded = Some(index);
@@ -694,8 +737,8 @@ impl Group<'_> {
                 // fresh load of its own; the pass's fully loaded copy is not needed any more.
                 self.loaded = None;
                 settle_deferred_frees();
-                let index = self.spec.build_tuned(self.keys, self.budget, self.tuning)?;
-                let (index, _) = fill(
+                let index = self.build()?;
+                let (index, _, _) = fill(
                     index,
                     self.keys,
                     &ops.load[..stream.plan.loaded],
@@ -706,7 +749,14 @@ impl Group<'_> {
             }
         };
         self.latencies = latencies;
+        self.dist = dist;
         Ok(secs)
+    }
+
+    /// A fresh, empty index of this group's spec.
+    fn build(&self) -> Result<Box<dyn BenchIndex>, String> {
+        self.spec
+            .build_on(self.keys, self.budget, self.tuning, self.cluster)
     }
 
     /// The loaded index, loading one (untimed) if there is none.
@@ -730,8 +780,8 @@ impl Group<'_> {
         // count as the index's.
         let latencies = Latencies::new(self.ops.load.len(), self.threads);
         let before = alloc::current();
-        let index = self.spec.build_tuned(self.keys, self.budget, self.tuning)?;
-        let (index, secs) = fill(
+        let index = self.build()?;
+        let (index, secs, dist) = fill(
             index,
             self.keys,
             &self.ops.load,
@@ -749,20 +799,25 @@ impl Group<'_> {
         if let Some(bytes) = index.self_reported_bytes() {
             self.mem_self.push(bytes as f64);
         }
-        Ok((index, (secs, latencies.into_samples())))
+        Ok((index, (secs, latencies.into_samples(), dist)))
     }
 }
 
+/// A loaded index, the seconds its load took and (distributed kinds) the client's counters
+/// over the load.
+type Filled = (Box<dyn BenchIndex>, f64, Option<DistStats>);
+
 /// Loads `index` with the keys at `positions` (key `i` mapping to tid `i`): by bulk load if the
 /// index loads in bulk, else by inserts on `threads` threads, sampling their latencies into
-/// `latencies` if given. Returns the index and the timed seconds.
+/// `latencies` if given. Returns the index, the timed seconds and, for a distributed index,
+/// its client's counters over the inserts.
 fn fill(
     mut index: Box<dyn BenchIndex>,
     keys: &KeySet,
     positions: &[u32],
     threads: usize,
     latencies: Option<&Latencies>,
-) -> Result<(Box<dyn BenchIndex>, f64), String> {
+) -> Result<Filled, String> {
     if index.loads_in_bulk() {
         // A bulk load maps key `i` of the set it is given to tid `i`: the whole key set, or a
         // prefix of it (`positions` are `0..count`), keeps tids equal to positions.
@@ -776,24 +831,26 @@ fn fill(
         };
         let start = Instant::now();
         index.bulk_load(set)?;
-        return Ok((index, start.elapsed().as_secs_f64()));
+        return Ok((index, start.elapsed().as_secs_f64(), None));
     }
     let shared: &dyn BenchIndex = index.as_ref();
     let unsampled = Latencies::none();
-    let (elapsed, _) = run_sampled(
-        positions,
-        threads,
-        latencies.unwrap_or(&unsampled),
-        |first, chunk, samples| {
-            for (j, &i) in (first..).zip(chunk) {
-                sampled(samples, j, || {
-                    shared.insert(keys.key(i as usize), u64::from(i))
-                });
-            }
-            0
-        },
-    );
-    Ok((index, elapsed.as_secs_f64()))
+    let ((elapsed, _), dist) = counted(shared, || {
+        run_sampled(
+            positions,
+            threads,
+            latencies.unwrap_or(&unsampled),
+            |first, chunk, samples| {
+                for (j, &i) in (first..).zip(chunk) {
+                    sampled(samples, j, || {
+                        shared.insert(keys.key(i as usize), u64::from(i))
+                    });
+                }
+                0
+            },
+        )
+    });
+    Ok((index, elapsed.as_secs_f64(), dist))
 }
 
 /// Lets the frees that epoch-based indexes deferred happen now, before a memory reading.
@@ -971,13 +1028,15 @@ fn lookup(
     threads: usize,
 ) -> Result<Timed, String> {
     let latencies = Latencies::new(lookups.len(), threads);
-    let (elapsed, hits) = run_sampled(lookups, threads, &latencies, |first, chunk, samples| {
-        let mut hits = 0u64;
-        for (j, &i) in (first..).zip(chunk) {
-            let found = sampled(samples, j, || index.get(keys.key(j)));
-            hits += u64::from(found == Some(u64::from(i)));
-        }
-        hits
+    let ((elapsed, hits), dist) = counted(index, || {
+        run_sampled(lookups, threads, &latencies, |first, chunk, samples| {
+            let mut hits = 0u64;
+            for (j, &i) in (first..).zip(chunk) {
+                let found = sampled(samples, j, || index.get(keys.key(j)));
+                hits += u64::from(found == Some(u64::from(i)));
+            }
+            hits
+        })
     });
     if hits != lookups.len() as u64 {
         return Err(format!(
@@ -986,7 +1045,7 @@ fn lookup(
             lookups.len()
         ));
     }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
+    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
 }
 
 /// Runs scans of `scan_len` keys in `direction` from each of `starts` (positions, with their
@@ -1002,33 +1061,35 @@ fn scan(
 ) -> Result<Timed, String> {
     let descending = direction == Direction::Descending;
     let latencies = Latencies::new(starts.len(), threads);
-    let (elapsed, visited) = run_sampled(starts, threads, &latencies, |first, chunk, samples| {
-        let mut visited = 0u64;
-        let mut checksum = 0u64;
-        for j in first..first + chunk.len() {
-            let mut visit = |_: crate::keys::Key<'_>, tid: u64| {
-                checksum = checksum.wrapping_add(tid);
-            };
-            let key = start_keys.key(j);
-            let got = sampled(samples, j, || {
-                if descending {
-                    index.scan_desc(key, scan_len, &mut visit)
-                } else {
-                    index.scan(key, scan_len, &mut visit)
+    let ((elapsed, visited), dist) = counted(index, || {
+        run_sampled(starts, threads, &latencies, |first, chunk, samples| {
+            let mut visited = 0u64;
+            let mut checksum = 0u64;
+            for j in first..first + chunk.len() {
+                let mut visit = |_: crate::keys::Key<'_>, tid: u64| {
+                    checksum = checksum.wrapping_add(tid);
+                };
+                let key = start_keys.key(j);
+                let got = sampled(samples, j, || {
+                    if descending {
+                        index.scan_desc(key, scan_len, &mut visit)
+                    } else {
+                        index.scan(key, scan_len, &mut visit)
+                    }
+                });
+                if got == scan_len {
+                    visited += got as u64;
                 }
-            });
-            if got == scan_len {
-                visited += got as u64;
             }
-        }
-        std::hint::black_box(checksum);
-        visited
+            std::hint::black_box(checksum);
+            visited
+        })
     });
     let expected = (starts.len() * scan_len) as u64;
     if visited != expected {
         return Err(format!("scans visited {visited} keys, expected {expected}"));
     }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
+    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
 }
 
 fn delete(
@@ -1038,20 +1099,22 @@ fn delete(
     threads: usize,
 ) -> Result<Timed, String> {
     let latencies = Latencies::new(ops.deletes.len(), threads);
-    let (elapsed, removed) = run_sampled(
-        &ops.deletes,
-        threads,
-        &latencies,
-        |first, chunk, samples| {
-            let mut removed = 0u64;
-            for j in first..first + chunk.len() {
-                if sampled(samples, j, || index.remove(ops.delete_keys.key(j))) {
-                    removed += 1;
+    let ((elapsed, removed), dist) = counted(index, || {
+        run_sampled(
+            &ops.deletes,
+            threads,
+            &latencies,
+            |first, chunk, samples| {
+                let mut removed = 0u64;
+                for j in first..first + chunk.len() {
+                    if sampled(samples, j, || index.remove(ops.delete_keys.key(j))) {
+                        removed += 1;
+                    }
                 }
-            }
-            removed
-        },
-    );
+                removed
+            },
+        )
+    });
     if removed != ops.deletes.len() as u64 {
         return Err(format!("{removed} of {} removes hit", ops.deletes.len()));
     }
@@ -1061,14 +1124,15 @@ fn delete(
     if left != 0 {
         return Err("the index is not empty after deleting every key".to_string());
     }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
+    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
 }
 
 /// Runs a YCSB stream on `index`, loaded with the stream's first `loaded` keys, and checks the
 /// results: every read and read-modify-write finds its key with its position in the tid's low
 /// 32 bits, every scan visits at least its start key and at most its length, and afterwards
-/// every key the inserts added is there. Returns the seconds taken and the sampled latencies.
-fn ycsb(
+/// every key the inserts added is there. Returns the seconds taken, the sampled latencies and
+/// (for a distributed index) the client's counters over the timed operations.
+pub fn ycsb(
     index: &dyn BenchIndex,
     keys: &KeySet,
     stream: &YcsbStream,
@@ -1076,47 +1140,49 @@ fn ycsb(
 ) -> Result<Timed, String> {
     let plan = &stream.plan;
     let latencies = Latencies::new(plan.len(), threads);
-    let (elapsed, good) = run_sampled(
-        &plan.positions,
-        threads,
-        &latencies,
-        |first, chunk, samples| {
-            let mut good = 0u64;
-            let mut checksum = 0u64;
-            for (j, &position) in (first..).zip(chunk) {
-                let key = stream.keys.key(j);
-                let tid = u64::from(position);
-                let ok = sampled(samples, j, || match plan.ops[j] {
-                    YcsbOp::Read => index.get(key).is_some_and(|v| v & TID_MASK == tid),
-                    YcsbOp::Update => {
-                        // A new value each time; the low 32 bits stay the position.
-                        index.insert(key, tid | ((j as u64 + 1) << 32));
-                        true
-                    }
-                    YcsbOp::Insert => {
-                        index.insert(key, tid);
-                        true
-                    }
-                    YcsbOp::Scan(len) => {
-                        let got = index.scan(key, usize::from(len), &mut |_, v| {
-                            checksum = checksum.wrapping_add(v);
-                        });
-                        (1..=usize::from(len)).contains(&got)
-                    }
-                    YcsbOp::ReadModifyWrite => match index.get(key) {
-                        Some(v) if v & TID_MASK == tid => {
-                            index.insert(key, v.wrapping_add(VERSION_STEP));
+    let ((elapsed, good), dist) = counted(index, || {
+        run_sampled(
+            &plan.positions,
+            threads,
+            &latencies,
+            |first, chunk, samples| {
+                let mut good = 0u64;
+                let mut checksum = 0u64;
+                for (j, &position) in (first..).zip(chunk) {
+                    let key = stream.keys.key(j);
+                    let tid = u64::from(position);
+                    let ok = sampled(samples, j, || match plan.ops[j] {
+                        YcsbOp::Read => index.get(key).is_some_and(|v| v & TID_MASK == tid),
+                        YcsbOp::Update => {
+                            // A new value each time; the low 32 bits stay the position.
+                            index.insert(key, tid | ((j as u64 + 1) << 32));
                             true
                         }
-                        _ => false,
-                    },
-                });
-                good += u64::from(ok);
-            }
-            std::hint::black_box(checksum);
-            good
-        },
-    );
+                        YcsbOp::Insert => {
+                            index.insert(key, tid);
+                            true
+                        }
+                        YcsbOp::Scan(len) => {
+                            let got = index.scan(key, usize::from(len), &mut |_, v| {
+                                checksum = checksum.wrapping_add(v);
+                            });
+                            (1..=usize::from(len)).contains(&got)
+                        }
+                        YcsbOp::ReadModifyWrite => match index.get(key) {
+                            Some(v) if v & TID_MASK == tid => {
+                                index.insert(key, v.wrapping_add(VERSION_STEP));
+                                true
+                            }
+                            _ => false,
+                        },
+                    });
+                    good += u64::from(ok);
+                }
+                std::hint::black_box(checksum);
+                good
+            },
+        )
+    });
     if good != plan.len() as u64 {
         return Err(format!(
             "{} of {} {} operations missed an existing key or returned a wrong tid",
@@ -1141,7 +1207,7 @@ fn ycsb(
             plan.workload
         ));
     }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples()))
+    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
 }
 
 #[cfg(test)]

@@ -207,6 +207,13 @@ pub struct YcsbPlan {
 impl YcsbPlan {
     /// Plans `workload` on a key set of `n` keys (`2 <= n <= 2^32`) for `threads` threads.
     pub fn generate(workload: Ycsb, n: usize, threads: usize, seed: u64) -> Self {
+        Self::generate_ops(workload, n, workload.ops(n), threads, seed)
+    }
+
+    /// [`YcsbPlan::generate`] with `total` operations instead of [`Ycsb::ops`]`(n)` (at least
+    /// one); inserts still never exceed the reserve.
+    pub fn generate_ops(workload: Ycsb, n: usize, total: usize, threads: usize, seed: u64) -> Self {
+        let total = total.max(1);
         assert!(
             n >= 2 && n as u64 <= 1 << 32,
             "YCSB needs 2..=2^32 keys, got {n}"
@@ -214,7 +221,6 @@ impl YcsbPlan {
         let threads = threads.max(1);
         let loaded = loaded_keys(n);
         let reserve = n - loaded;
-        let total = workload.ops(n);
         let salt = seed ^ 0x7963_7362 ^ ((workload as u64 + 1) << 40);
         let zipfian = ScrambledZipfian::new(loaded as u64, DEFAULT_THETA, salt)
             .expect("theta 0.99 over at least one loaded key");
@@ -316,7 +322,26 @@ pub struct YcsbStream {
 impl YcsbStream {
     /// The stream of `workload` over `keys` for `threads` threads.
     pub fn generate(workload: Ycsb, keys: &KeySet, threads: usize, seed: u64) -> Self {
-        let plan = YcsbPlan::generate(workload, keys.len(), threads, seed);
+        Self::of_plan(
+            YcsbPlan::generate(workload, keys.len(), threads, seed),
+            keys,
+        )
+    }
+
+    /// The stream of `workload` over `keys` with `total` operations (see
+    /// [`YcsbPlan::generate_ops`]) for `threads` threads.
+    pub fn generate_ops(
+        workload: Ycsb,
+        keys: &KeySet,
+        total: usize,
+        threads: usize,
+        seed: u64,
+    ) -> Self {
+        let plan = YcsbPlan::generate_ops(workload, keys.len(), total, threads, seed);
+        Self::of_plan(plan, keys)
+    }
+
+    fn of_plan(plan: YcsbPlan, keys: &KeySet) -> Self {
         Self {
             keys: keys.gather(&plan.positions),
             plan,

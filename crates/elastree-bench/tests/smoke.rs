@@ -391,6 +391,7 @@ fn the_runner_measures_every_workload_and_reports() {
         // Tight enough that the elastic kind compacts on this small key set.
         budget: Budget::PerKey(12.0),
         tuning: SeqTreeTuning::default(),
+        cluster: None,
     };
     let progress = indicatif::ProgressBar::hidden();
     let mut rows = workload::run_suite(&cfg, &progress);

@@ -6,8 +6,10 @@
 //! redis-server for `elastree cluster`.
 
 use std::io::{self, IsTerminal};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::process::ExitCode;
 use std::str::FromStr;
+use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
@@ -15,6 +17,8 @@ use elastree::hybrid::{HybridOptions, MergeTrigger};
 use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
+use elastree_dist::baseline::BaselineIndex;
+use elastree_dist::{DistIndex, DistOptions};
 
 use std::sync::Arc;
 
@@ -71,13 +75,144 @@ pub struct ShellArgs {
     /// `put`): how a `static` index gets its contents, bulk-loaded; other kinds insert them.
     #[arg(long, value_name = "FILE")]
     pub load: Option<std::path::PathBuf>,
+
+    /// The Redis Cluster of a distributed index (`--index dist` or `dist-baseline`), as
+    /// host:port of any of its nodes (`elastree cluster up` prints one). Required for those
+    /// kinds, refused for the others.
+    #[arg(long, value_name = "ADDR")]
+    pub cluster: Option<String>,
+
+    /// Distributed kinds: the name of the index on the cluster, opened if it exists and
+    /// created if not (letters, digits, `_`, `-`). Default `shell`.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Distributed kinds: seconds one command may take, retries during a failover included,
+    /// before it fails with `ERR cluster unavailable`. Default 10.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+}
+
+/// The default `--name` of a distributed index in the shell.
+pub const DEFAULT_SHELL_INDEX_NAME: &str = "shell";
+
+impl ShellArgs {
+    /// Checks the options that depend on the kind: `--cluster` is required for the
+    /// distributed kinds and refused (with `--name` and `--timeout`) for the others, whose
+    /// node and memory options the distributed kinds refuse in turn.
+    pub fn validate(&self) -> Result<(), String> {
+        let kind = self.index.index;
+        if !kind.is_distributed() {
+            let cluster_only = [
+                ("--cluster", self.cluster.is_some()),
+                ("--name", self.name.is_some()),
+                ("--timeout", self.timeout.is_some()),
+            ];
+            if let Some((flag, _)) = cluster_only.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "{flag} is only for the distributed kinds (--index {}), not {kind}",
+                    IndexKind::DISTRIBUTED
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ));
+            }
+            return Ok(());
+        }
+        if self.cluster.is_none() {
+            return Err(format!(
+                "--index {kind} needs --cluster HOST:PORT, the address of a node of a Redis \
+                 Cluster (start a local one with `elastree cluster up`)"
+            ));
+        }
+        let a = &self.index;
+        let local_only = [
+            ("--key-len", a.key_len.is_some()),
+            ("--inner-capacity", a.inner_capacity.is_some()),
+            ("--budget", a.budget.is_some()),
+            ("--merge-ratio", a.merge_ratio.is_some()),
+            ("--min-merge", a.min_merge.is_some()),
+        ];
+        if let Some((flag, _)) = local_only.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "{flag} does not apply to the distributed {kind} index"
+            ));
+        }
+        match self.timeout {
+            Some(secs) if !(secs.is_finite() && secs > 0.0) => Err(format!(
+                "--timeout must be a positive number of seconds, got {secs}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The options of the distributed index these arguments open: `--name`, uniqueness,
+    /// `--max-key-len`, `--leaf-capacity` as the node capacity, `--timeout`.
+    pub fn dist_options(&self) -> DistOptions {
+        let mut options = DistOptions {
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SHELL_INDEX_NAME.to_string()),
+            unique: !self.index.non_unique,
+            max_key_len: self.index.max_key_len,
+            ..DistOptions::default()
+        };
+        if let Some(entries) = self.index.leaf_capacity {
+            options.node_capacity = entries;
+        }
+        if let Some(secs) = self.timeout {
+            options.router.op_timeout = Duration::from_secs_f64(secs);
+        }
+        options
+    }
+
+    /// Connects to the distributed index, or prints why it cannot and returns the exit code
+    /// to end with. An address nothing listens on is reported at once; a cluster that does
+    /// not answer, within `--timeout`.
+    pub fn connect_dist(&self) -> Result<Box<dyn Index>, ExitCode> {
+        let kind = self.index.index;
+        let seed = self.cluster.clone().unwrap_or_default();
+        let fail = |what: String| {
+            eprintln!("elastree: cannot open the {kind} index on the cluster at {seed}: {what}");
+            ExitCode::from(EXIT_BAD_CONFIG)
+        };
+        reachable(&seed, self.dist_options().router.connect_timeout).map_err(&fail)?;
+        let seeds = [seed.clone()];
+        let options = self.dist_options();
+        let opened: Result<Box<dyn Index>, _> = match kind {
+            IndexKind::DistBaseline => {
+                BaselineIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>)
+            }
+            _ => DistIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>),
+        };
+        opened.map_err(|e| fail(e.to_string()))
+    }
+}
+
+/// Whether something accepts TCP connections at `addr` ("host:port") within `timeout`, so
+/// that a wrong address fails at once instead of after the operation timeout.
+fn reachable(addr: &str, timeout: Duration) -> Result<(), String> {
+    let targets: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("{addr:?} is not a host:port address ({e})"))?
+        .collect();
+    let mut last = format!("{addr:?} resolves to no address");
+    for target in targets {
+        match TcpStream::connect_timeout(&target, timeout) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("nothing answers at {target}: {e}"),
+        }
+    }
+    Err(last)
 }
 
 /// The options that choose and configure an index; shared by every subcommand that builds
 /// one.
 #[derive(Debug, Clone, Args)]
 pub struct IndexArgs {
-    /// The index kind.
+    /// The index kind (`dist` and `dist-baseline` live on a Redis Cluster: see `--cluster`).
     #[arg(long, value_name = "KIND", default_value_t = IndexKind::BTree, value_parser = index_kind_parser())]
     pub index: IndexKind,
 
@@ -93,7 +228,8 @@ pub struct IndexArgs {
     #[arg(long, value_name = "BYTES")]
     pub key_len: Option<usize>,
 
-    /// The most entries a leaf node holds (default: the kind's).
+    /// The most entries a leaf node holds (default: the kind's; for the distributed kinds,
+    /// the entries of every tree node, default 64).
     #[arg(long, value_name = "ENTRIES")]
     pub leaf_capacity: Option<usize>,
 
@@ -115,11 +251,16 @@ pub struct IndexArgs {
     pub min_merge: Option<usize>,
 }
 
-/// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] as the possible
-/// values in `--help` and in error messages.
+/// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] and
+/// [`IndexKind::DISTRIBUTED`] as the possible values in `--help` and in error messages.
 fn index_kind_parser() -> impl TypedValueParser<Value = IndexKind> {
-    PossibleValuesParser::new(IndexKind::ALL.iter().map(|kind| kind.name()))
-        .try_map(|name| IndexKind::from_str(&name))
+    PossibleValuesParser::new(
+        IndexKind::ALL
+            .iter()
+            .chain(IndexKind::DISTRIBUTED)
+            .map(|kind| kind.name()),
+    )
+    .try_map(|name| IndexKind::from_str(&name))
 }
 
 impl IndexArgs {
@@ -236,8 +377,27 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// Inserts the `--load` pairs (if any) into a distributed index, one by one.
+fn insert_pairs(
+    index: Box<dyn Index>,
+    pairs: Option<Vec<(Vec<u8>, u64)>>,
+    kind: IndexKind,
+) -> Result<Box<dyn Index>, ExitCode> {
+    for (key, tid) in pairs.into_iter().flatten() {
+        if let Err(err) = index.insert(&key, tid) {
+            eprintln!("elastree: cannot load the {kind} index: {err}");
+            return Err(ExitCode::from(EXIT_BAD_CONFIG));
+        }
+    }
+    Ok(index)
+}
+
 /// `elastree shell`: the line protocol of [`crate::shell`] on stdin and stdout.
 fn shell(args: &ShellArgs) -> ExitCode {
+    if let Err(msg) = args.validate() {
+        eprintln!("elastree shell: {msg}");
+        return ExitCode::from(EXIT_BAD_CONFIG);
+    }
     let table = Arc::new(ShellTable::default());
     let pairs = match &args.load {
         None => None,
@@ -254,7 +414,13 @@ fn shell(args: &ShellArgs) -> ExitCode {
             }
         }
     };
-    let index = match args.index.build_for_shell(&table, pairs) {
+    let built = if args.index.index.is_distributed() {
+        args.connect_dist()
+            .and_then(|index| insert_pairs(index, pairs, args.index.index))
+    } else {
+        args.index.build_for_shell(&table, pairs)
+    };
+    let index = match built {
         Ok(index) => index,
         Err(code) => return code,
     };

@@ -32,6 +32,7 @@ pub fn btree_baseline_config(n: usize, repeat: usize, seed: u64) -> RunConfig {
         scan_len: DEFAULT_SCAN_LEN,
         budget: crate::peers::Budget::default(),
         tuning: crate::peers::SeqTreeTuning::default(),
+        cluster: None,
     }
 }
 

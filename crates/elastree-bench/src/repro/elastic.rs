@@ -514,6 +514,7 @@ pub(super) fn single_thread(
         scan_len,
         budget: Budget::default(),
         tuning: SeqTreeTuning::default(),
+        cluster: None,
     }
 }
 

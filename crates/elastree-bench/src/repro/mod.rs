@@ -36,10 +36,16 @@
 //!   indexes, the merge-ratio sweep, and per-operation latency with blocking and background
 //!   merges.
 //!
+//! * `dist-ycsb` ([`dist`]): the distributed index (STI-BT) against its Baseline on a local
+//!   Redis Cluster the experiment starts: YCSB A-F throughput, round trips and masters per
+//!   operation on 3 masters, then on 4 after a scale-out and a rebalance (the STI-BT paper's
+//!   Figure 2 and Table 2), with the targets of issue 6.
+//!
 //! The elastic experiments end with the targets of issue 4 they speak to, the hybrid ones
 //! with those of issue 5, each PASS or FAIL as computed from the run's numbers.
 
 pub mod baseline;
+pub mod dist;
 pub mod document;
 pub mod elastic;
 pub mod grow_shrink;
@@ -207,6 +213,17 @@ pub const EXPERIMENTS: &[Experiment] = &[
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_latency,
+    },
+    Experiment {
+        name: "dist-ycsb",
+        about: "the STI-BT paper's Figure 2 and Table 2: YCSB A-F on a local Redis Cluster \
+                (3 masters, 1 replica each, started by the experiment) for the distributed \
+                index (dist) and its Baseline (dist-baseline): throughput, round trips and \
+                masters contacted per operation; then a fourth master joins, dist rebalances \
+                and A-F run again; 1 and 2 client threads",
+        base_n: dist::BASE_N,
+        min_n: dist::MIN_N,
+        run: dist::run,
     },
 ];
 

@@ -311,6 +311,7 @@ mod tests {
             scan_len: 15,
             budget: Budget::default(),
             tuning: SeqTreeTuning::default(),
+            cluster: None,
         };
         let elastic = IndexSpec::Elastree(elastree::IndexKind::Elastic);
         let seqtree = IndexSpec::Elastree(elastree::IndexKind::SeqTree);
