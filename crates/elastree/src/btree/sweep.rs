@@ -53,9 +53,7 @@ impl<R: NodeRepr> Tree<R> {
         let mut examine = quota * PAIRS_EXAMINED_PER_QUOTA;
         let mut restarts = 0;
         let mut wrapped = false;
-        while compacted < quota
-            && examine > 0
-            && R::sweep_wanted(&self.config, self.index_bytes())
+        while compacted < quota && examine > 0 && R::sweep_wanted(&self.config, self.index_bytes())
         {
             match self.sweep_step(position.as_ref(), &mut examine, guard) {
                 Err(Restart) => {
@@ -201,8 +199,7 @@ impl<R: NodeRepr> Tree<R> {
         };
         let left_lock = left.read.upgrade()?;
         let right_lock = right.read.upgrade()?;
-        let Some((merged, bytes)) = R::pair_replacement(left.node, right.node, &self.config)
-        else {
+        let Some((merged, bytes)) = R::pair_replacement(left.node, right.node, &self.config) else {
             return Ok(false);
         };
         self.bytes.leaves.add(bytes);
