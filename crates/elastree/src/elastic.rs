@@ -32,7 +32,11 @@
 //! one pair per standard-leaf capacity of the overflowing leaf (one for a standard leaf, up to
 //! eight for a full 1,024-entry SeqTree leaf), so the sweep costs about one extra leaf
 //! conversion per 64 inserts while it runs, and nothing below `sweep_at`: it is reached only
-//! from the overflow path, which below the bound is the B+-tree's split.
+//! from the overflow path, which below the bound is the B+-tree's split. A sweep that looks
+//! at leaves and finds none to compact (every leaf already compact: the bound is below what
+//! SeqTree leaves need) makes the next sweeps sit out 1, 2, 4, ... up to
+//! [`MAX_SWEEP_BACKOFF`] overflows, so an unreachable bound does not cost a walk of the
+//! leaves on every overflow.
 //!
 //! Why 95% and not the bound itself: between two overflows the index keeps growing (a SeqTree
 //! leaf's body breathes), and replaced leaves stay counted until the epoch collector frees
@@ -50,7 +54,7 @@
 //! A bound too small to hold even an empty index is refused at build time.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use crate::index::Error;
 
@@ -341,30 +345,79 @@ impl ElasticPolicy {
     }
 }
 
-/// Where the sweep resumes: the smallest key of the next leaf it looks at (`None`: the
-/// first leaf). One per elastic tree; a sweeping writer holds it for the whole sweep, so at
-/// most one thread sweeps at a time and others skip their turn instead of waiting.
+/// The most overflows the sweep sits out after sweeps that found nothing to compact.
+pub const MAX_SWEEP_BACKOFF: u32 = 16;
+
+/// The sweep's state, behind a [`SweepCursor`].
 ///
 /// Invariant: the position is only a hint. Leaves split, merge and convert under it, so the
 /// sweep descends to whatever leaf holds the key at the time it resumes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
+pub struct SweepState<K> {
+    /// Where the sweep resumes: the smallest key of the next leaf it looks at (`None`: the
+    /// first leaf).
+    pub position: Option<K>,
+    /// Overflows still to sit out.
+    idle: u32,
+    /// How many overflows the last futile sweep made the sweep sit out.
+    backoff: u32,
+}
+
+impl<K> SweepState<K> {
+    /// Whether this overflow's sweep should run: not while backing off after futile sweeps
+    /// (a bound below what compact leaves need leaves nothing to compact, and the sweep
+    /// must not keep walking the leaves for nothing).
+    pub fn take_turn(&mut self) -> bool {
+        if self.idle == 0 {
+            return true;
+        }
+        self.idle -= 1;
+        false
+    }
+
+    /// Records a sweep's outcome: `futile` if it looked at leaves and compacted none, which
+    /// doubles the backoff (up to [`MAX_SWEEP_BACKOFF`]); any compaction ends it.
+    pub fn finish(&mut self, compacted: usize, futile: bool) {
+        if compacted > 0 {
+            self.backoff = 0;
+        } else if futile {
+            self.backoff = (self.backoff * 2).clamp(1, MAX_SWEEP_BACKOFF);
+            self.idle = self.backoff;
+        }
+    }
+}
+
+/// The sweep's shared state: one per elastic tree. A sweeping writer holds it for the whole
+/// sweep, so at most one thread sweeps at a time, and others skip their turn instead of
+/// waiting.
+#[derive(Debug)]
 pub struct SweepCursor<K> {
-    position: Mutex<Option<K>>,
+    state: Mutex<SweepState<K>>,
+}
+
+impl<K> Default for SweepCursor<K> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<K> SweepCursor<K> {
-    /// A cursor at the first leaf.
+    /// A cursor at the first leaf, not backing off.
     pub fn new() -> Self {
         Self {
-            position: Mutex::new(None),
+            state: Mutex::new(SweepState {
+                position: None,
+                idle: 0,
+                backoff: 0,
+            }),
         }
     }
 
     /// Takes the cursor for one sweep, or `None` if another thread is sweeping.
-    pub fn try_take(&self) -> Option<std::sync::MutexGuard<'_, Option<K>>> {
-        match self.position.try_lock() {
+    pub fn try_take(&self) -> Option<MutexGuard<'_, SweepState<K>>> {
+        match self.state.try_lock() {
             Ok(guard) => Some(guard),
-            // A sweeper that panicked left a position that is still a valid hint.
+            // A sweeper that panicked left a state that is still a valid hint.
             Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
             Err(TryLockError::WouldBlock) => None,
         }
@@ -417,6 +470,31 @@ mod tests {
         // Back in the expanding state, the sweep stops (hysteresis).
         policy.observe(800_000);
         assert_eq!(policy.sweep_quota(950_000, 1024), 0);
+    }
+
+    #[test]
+    fn futile_sweeps_back_off() {
+        let cursor = SweepCursor::<u64>::new();
+        let mut state = cursor.try_take().unwrap();
+        assert!(cursor.try_take().is_none(), "one sweeper at a time");
+        assert!(state.take_turn());
+        // Nothing looked at (e.g. already under the threshold): no backoff.
+        state.finish(0, false);
+        assert!(state.take_turn());
+        let mut sat_out = Vec::new();
+        for _ in 0..7 {
+            state.finish(0, true);
+            let mut n = 0;
+            while !state.take_turn() {
+                n += 1;
+            }
+            sat_out.push(n);
+        }
+        assert_eq!(sat_out, [1, 2, 4, 8, 16, 16, 16]);
+        state.finish(3, false);
+        state.finish(0, true);
+        assert!(!state.take_turn(), "backoff restarts at 1");
+        assert!(state.take_turn());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::sync::Restart;
 
 /// How many leaf pairs one sweep may examine per pair it may compact, so that a sweep over a
 /// tree with nothing left to compact stays cheap.
-const PAIRS_EXAMINED_PER_QUOTA: usize = 64;
+const PAIRS_EXAMINED_PER_QUOTA: usize = 8;
 
 /// How many lost races one sweep tolerates before it gives up until the next overflow.
 const SWEEP_RESTARTS: usize = 8;
@@ -46,16 +46,20 @@ impl<R: NodeRepr> Tree<R> {
         let Some(cursor) = R::sweep_cursor(&self.config) else {
             return;
         };
-        let Some(mut position) = cursor.try_take() else {
+        let Some(mut state) = cursor.try_take() else {
             return;
         };
+        if !state.take_turn() {
+            return;
+        }
         let mut compacted = 0;
-        let mut examine = quota * PAIRS_EXAMINED_PER_QUOTA;
+        let allowance = quota * PAIRS_EXAMINED_PER_QUOTA;
+        let mut examine = allowance;
         let mut restarts = 0;
         let mut wrapped = false;
         while compacted < quota && examine > 0 && R::sweep_wanted(&self.config, self.index_bytes())
         {
-            match self.sweep_step(position.as_ref(), &mut examine, guard) {
+            match self.sweep_step(state.position.as_ref(), &mut examine, guard) {
                 Err(Restart) => {
                     restarts += 1;
                     if restarts == SWEEP_RESTARTS {
@@ -64,8 +68,8 @@ impl<R: NodeRepr> Tree<R> {
                 }
                 Ok(step) => {
                     compacted += usize::from(step.compacted);
-                    *position = step.next;
-                    if position.is_none() {
+                    state.position = step.next;
+                    if state.position.is_none() {
                         // Past the last leaf: start over from the first, once per sweep.
                         if wrapped {
                             break;
@@ -75,6 +79,7 @@ impl<R: NodeRepr> Tree<R> {
                 }
             }
         }
+        state.finish(compacted, examine < allowance);
         if compacted > 0 {
             // Hand the retired leaves to the collector now, so their bytes leave the count
             // soon and the next overflow sees the tree's real size.
