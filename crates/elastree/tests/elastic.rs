@@ -33,6 +33,17 @@ fn settle() {
     }
 }
 
+/// Lets the collector free what it can, then asserts that `index` holds at most 1.05x
+/// `budget` bytes (`what` describes the run for the failure message).
+fn assert_within_budget(index: &dyn Index, budget: usize, what: &str) {
+    settle();
+    let held = index.memory().total();
+    assert!(
+        held as f64 <= budget as f64 * 1.05,
+        "{held} bytes over the budget of {budget} ({what})"
+    );
+}
+
 fn elastic(keys: &Arc<Vec<Vec<u8>>>, options: ElasticOptions) -> ElasticIndex {
     let source: Arc<dyn KeySource> = keys.clone();
     ElasticIndex::new(
@@ -58,12 +69,7 @@ fn grows_within_its_budget_and_expands_back() {
     index.check().unwrap();
     let stats = index.elastic_stats().unwrap();
     assert!(stats.compactions > 0, "{stats:?}");
-    settle();
-    let held = index.memory().total();
-    assert!(
-        held as f64 <= budget as f64 * 1.05,
-        "{held} bytes over the budget of {budget} ({n} keys)"
-    );
+    assert_within_budget(&index, budget, &format!("{n} keys"));
     for &tid in &order {
         assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
     }
@@ -164,12 +170,7 @@ fn ordered_inserts_keep_the_budget() {
     index.check().unwrap();
     let stats = index.elastic_stats().unwrap();
     assert!(stats.sweeps > 0, "{stats:?}");
-    settle();
-    let held = index.memory().total();
-    assert!(
-        held as f64 <= budget as f64 * 1.05,
-        "{held} bytes over the budget of {budget} ({n} keys, {stats:?})"
-    );
+    assert_within_budget(&index, budget, &format!("{n} keys, {stats:?}"));
     for tid in (0..n as u64).step_by(7) {
         assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
     }
@@ -224,12 +225,7 @@ fn ordered_variable_keys_keep_the_budget() {
     index.check().unwrap();
     let stats = index.elastic_stats().unwrap();
     assert!(stats.sweeps > 0, "{stats:?}");
-    settle();
-    let held = index.memory().total();
-    assert!(
-        held as f64 <= budget as f64 * 1.05,
-        "{held} bytes over the budget of {budget} ({n} keys, {stats:?})"
-    );
+    assert_within_budget(&*index, budget, &format!("{n} keys, {stats:?}"));
     for (tid, key) in keys.iter().enumerate().step_by(5) {
         assert_eq!(index.get(key).unwrap(), Some(tid as u64));
     }
