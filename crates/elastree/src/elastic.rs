@@ -19,19 +19,42 @@
 //! `k` is the standard capacity. The policy decides; the tree (`btree/`) carries out the
 //! conversions under its ordinary lock protocol.
 //!
-//! The bound is soft, and two cases exceed it; [`ElasticStats::over_budget`] records that the
-//! index was seen above it:
+//! **The sweep** (ours; the paper leaves policies other than overflow open): converting only
+//! the leaves that overflow cannot keep the bound when data arrives in key order (time
+//! series, logs), because then only the last leaf ever overflows and the standard leaves
+//! filled before shrinking began are never touched. So, in the shrinking state, an insert
+//! that overflows a leaf while the index is at or above `sweep_at` (default 95%) of the bound
+//! also compacts a few *cold* standard leaves: a cursor ([`SweepCursor`], a key) walks the
+//! leaf level, and each step merges two adjacent standard leaves under one parent into one
+//! SeqTree leaf (two, because a single standard leaf of capacity `k` can never hold the
+//! `k + 1` entries a SeqTree leaf of capacity `2k` needs). The right leaf of a pair is never
+//! the last leaf of the tree (the hot one under ordered inserts). Each overflow sweeps at most
+//! one pair per standard-leaf capacity of the overflowing leaf (one for a standard leaf, up to
+//! eight for a full 1,024-entry SeqTree leaf), so the sweep costs about one extra leaf
+//! conversion per 64 inserts while it runs, and nothing below `sweep_at`: it is reached only
+//! from the overflow path, which below the bound is the B+-tree's split. A sweep that looks
+//! at leaves and finds none to compact (every leaf already compact: the bound is below what
+//! SeqTree leaves need) makes the next sweeps sit out 1, 2, 4, ... up to
+//! [`MAX_SWEEP_BACKOFF`] overflows, so an unreachable bound does not cost a walk of the
+//! leaves on every overflow.
 //!
-//! * a bound below what SeqTree leaves need (about 10 bytes per 8-byte key, tids included):
-//!   once every overflowing leaf is compact the index keeps growing, like a `seqtree` index;
-//! * data arriving in key order (time series, logs): only the last leaf overflows, so the
-//!   standard leaves filled before shrinking began are never compacted by this policy,
-//!   which converts leaves only when they overflow (the paper's policy). A sweep that
-//!   compacts cold standard leaves is not implemented.
+//! Why 95% and not the bound itself: between two overflows the index keeps growing (a SeqTree
+//! leaf's body breathes), and replaced leaves stay counted until the epoch collector frees
+//! them; starting at 95% leaves that room under the bound. Why not at `shrink_at`: that would
+//! compact every leaf as soon as shrinking begins, slowing queries for no memory the bound
+//! asks for. The sweep does not fight expansion: it runs only in the shrinking state and
+//! only above `sweep_at`, expansion only in the expanding state, entered below
+//! `expand_below`, and `expand_below < sweep_at` is checked.
+//!
+//! The bound is soft; [`ElasticStats::over_budget`] records that the index was seen above
+//! it. A bound below what SeqTree leaves need (about 10 bytes per 8-byte key, tids included)
+//! cannot be kept: once every leaf is compact the index keeps growing, like a `seqtree`
+//! index.
 //!
 //! A bound too small to hold even an empty index is refused at build time.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use crate::index::Error;
 
@@ -48,6 +71,9 @@ pub struct ElasticOptions {
     pub shrink_at: f64,
     /// Fraction of the bound below which expansion starts (default 0.84).
     pub expand_below: f64,
+    /// Fraction of the bound at or above which, in the shrinking state, an overflow also
+    /// sweeps cold standard leaves into SeqTree leaves (default 0.95; see the module docs).
+    pub sweep_at: f64,
     /// Capacity of a SeqTree leaf made from a full standard leaf; default twice the
     /// standard leaf capacity (the paper: 16-key leaves become 32-key SeqTrees).
     pub compact_start: Option<usize>,
@@ -72,6 +98,7 @@ impl ElasticOptions {
             budget,
             shrink_at: 0.90,
             expand_below: 0.84,
+            sweep_at: 0.95,
             compact_start: None,
             compact_max: None,
             tree_levels: None,
@@ -95,6 +122,12 @@ impl ElasticOptions {
             return bad(format!(
                 "elastic thresholds must satisfy 0 < expand_below ({}) < shrink_at ({}) <= 1",
                 self.expand_below, self.shrink_at
+            ));
+        }
+        if !(self.expand_below < self.sweep_at && self.sweep_at <= 1.0) {
+            return bad(format!(
+                "the elastic sweep threshold must satisfy expand_below ({}) < sweep_at ({}) <= 1",
+                self.expand_below, self.sweep_at
             ));
         }
         let start = self.start(leaf_capacity);
@@ -150,6 +183,9 @@ pub struct ElasticStats {
     pub grows: u64,
     /// SeqTree leaves split or turned back into standard leaves.
     pub expansions: u64,
+    /// Sweep conversions: pairs of cold standard leaves merged into one SeqTree leaf by the
+    /// sweep (not counted in `compactions`).
+    pub sweeps: u64,
     /// Whether the index was ever seen above its bound (see the module docs for when a soft
     /// bound cannot be kept).
     pub over_budget: bool,
@@ -160,6 +196,7 @@ pub struct ElasticStats {
 pub struct ElasticPolicy {
     shrink_bytes: usize,
     expand_bytes: usize,
+    sweep_bytes: usize,
     budget: usize,
     /// Standard leaf capacity.
     pub leaf_capacity: usize,
@@ -172,6 +209,7 @@ pub struct ElasticPolicy {
     compactions: AtomicU64,
     grows: AtomicU64,
     expansions: AtomicU64,
+    sweeps: AtomicU64,
     over_budget: AtomicBool,
 }
 
@@ -184,6 +222,8 @@ pub enum Event {
     Grew,
     /// A SeqTree leaf was split back or turned into a standard leaf.
     Expanded,
+    /// The sweep merged two standard leaves into one SeqTree leaf.
+    Swept,
 }
 
 impl ElasticPolicy {
@@ -192,6 +232,7 @@ impl ElasticPolicy {
         Self {
             shrink_bytes: (options.budget as f64 * options.shrink_at) as usize,
             expand_bytes: (options.budget as f64 * options.expand_below) as usize,
+            sweep_bytes: (options.budget as f64 * options.sweep_at) as usize,
             budget: options.budget,
             leaf_capacity,
             compact_start: options.start(leaf_capacity),
@@ -201,6 +242,7 @@ impl ElasticPolicy {
             compactions: AtomicU64::new(0),
             grows: AtomicU64::new(0),
             expansions: AtomicU64::new(0),
+            sweeps: AtomicU64::new(0),
             over_budget: AtomicBool::new(false),
         }
     }
@@ -262,12 +304,31 @@ impl ElasticPolicy {
         })
     }
 
+    /// How many pairs of cold standard leaves the sweep may compact after an overflow of a
+    /// leaf of `capacity` with the index at `bytes` (0: no sweep). Nonzero only in the
+    /// shrinking state (as last observed) at or above the sweep threshold: one pair per
+    /// standard-leaf capacity of the overflowing leaf, at least one.
+    #[inline]
+    pub fn sweep_quota(&self, bytes: usize, capacity: usize) -> usize {
+        if bytes < self.sweep_bytes || self.state() != ElasticState::Shrinking {
+            return 0;
+        }
+        (capacity / self.leaf_capacity.max(1)).max(1)
+    }
+
+    /// Whether the index at `bytes` is still at or above the sweep threshold.
+    #[inline]
+    pub fn sweep_wanted(&self, bytes: usize) -> bool {
+        bytes >= self.sweep_bytes
+    }
+
     /// Counts one conversion.
     pub fn record(&self, event: Event) {
         let counter = match event {
             Event::Compacted => &self.compactions,
             Event::Grew => &self.grows,
             Event::Expanded => &self.expansions,
+            Event::Swept => &self.sweeps,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -278,7 +339,87 @@ impl ElasticPolicy {
             compactions: self.compactions.load(Ordering::Relaxed),
             grows: self.grows.load(Ordering::Relaxed),
             expansions: self.expansions.load(Ordering::Relaxed),
+            sweeps: self.sweeps.load(Ordering::Relaxed),
             over_budget: self.over_budget.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The most overflows the sweep sits out after sweeps that found nothing to compact.
+pub const MAX_SWEEP_BACKOFF: u32 = 16;
+
+/// The sweep's state, behind a [`SweepCursor`].
+///
+/// Invariant: the position is only a hint. Leaves split, merge and convert under it, so the
+/// sweep descends to whatever leaf holds the key at the time it resumes.
+#[derive(Debug)]
+pub struct SweepState<K> {
+    /// Where the sweep resumes: the smallest key of the next leaf it looks at (`None`: the
+    /// first leaf).
+    pub position: Option<K>,
+    /// Overflows still to sit out.
+    idle: u32,
+    /// How many overflows the last futile sweep made the sweep sit out.
+    backoff: u32,
+}
+
+impl<K> SweepState<K> {
+    /// Whether this overflow's sweep should run: not while backing off after futile sweeps
+    /// (a bound below what compact leaves need leaves nothing to compact, and the sweep
+    /// must not keep walking the leaves for nothing).
+    pub fn take_turn(&mut self) -> bool {
+        if self.idle == 0 {
+            return true;
+        }
+        self.idle -= 1;
+        false
+    }
+
+    /// Records a sweep's outcome: `futile` if it looked at leaves and compacted none, which
+    /// doubles the backoff (up to [`MAX_SWEEP_BACKOFF`]); any compaction ends it.
+    pub fn finish(&mut self, compacted: usize, futile: bool) {
+        if compacted > 0 {
+            self.backoff = 0;
+        } else if futile {
+            self.backoff = (self.backoff * 2).clamp(1, MAX_SWEEP_BACKOFF);
+            self.idle = self.backoff;
+        }
+    }
+}
+
+/// The sweep's shared state: one per elastic tree. A sweeping writer holds it for the whole
+/// sweep, so at most one thread sweeps at a time, and others skip their turn instead of
+/// waiting.
+#[derive(Debug)]
+pub struct SweepCursor<K> {
+    state: Mutex<SweepState<K>>,
+}
+
+impl<K> Default for SweepCursor<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K> SweepCursor<K> {
+    /// A cursor at the first leaf, not backing off.
+    pub fn new() -> Self {
+        Self {
+            state: Mutex::new(SweepState {
+                position: None,
+                idle: 0,
+                backoff: 0,
+            }),
+        }
+    }
+
+    /// Takes the cursor for one sweep, or `None` if another thread is sweeping.
+    pub fn try_take(&self) -> Option<MutexGuard<'_, SweepState<K>>> {
+        match self.state.try_lock() {
+            Ok(guard) => Some(guard),
+            // A sweeper that panicked left a state that is still a valid hint.
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
         }
     }
 }
@@ -309,6 +450,51 @@ mod tests {
         let mut o = ElasticOptions::new(1 << 20);
         o.compact_start = Some(64);
         assert!(o.validate(128).is_err());
+        let mut o = ElasticOptions::new(1 << 20);
+        o.sweep_at = 0.80;
+        assert!(o.validate(128).is_err());
+        o.sweep_at = 1.01;
+        assert!(o.validate(128).is_err());
+    }
+
+    #[test]
+    fn the_sweep_runs_only_when_shrinking_above_its_threshold() {
+        let options = ElasticOptions::new(1_000_000);
+        let policy = ElasticPolicy::new(&options, 128);
+        // Expanding (the initial state): never, whatever the size.
+        assert_eq!(policy.sweep_quota(2_000_000, 1024), 0);
+        policy.observe(920_000);
+        assert_eq!(policy.sweep_quota(920_000, 128), 0);
+        assert_eq!(policy.sweep_quota(950_000, 128), 1);
+        assert_eq!(policy.sweep_quota(950_000, 1024), 8);
+        // Back in the expanding state, the sweep stops (hysteresis).
+        policy.observe(800_000);
+        assert_eq!(policy.sweep_quota(950_000, 1024), 0);
+    }
+
+    #[test]
+    fn futile_sweeps_back_off() {
+        let cursor = SweepCursor::<u64>::new();
+        let mut state = cursor.try_take().unwrap();
+        assert!(cursor.try_take().is_none(), "one sweeper at a time");
+        assert!(state.take_turn());
+        // Nothing looked at (e.g. already under the threshold): no backoff.
+        state.finish(0, false);
+        assert!(state.take_turn());
+        let mut sat_out = Vec::new();
+        for _ in 0..7 {
+            state.finish(0, true);
+            let mut n = 0;
+            while !state.take_turn() {
+                n += 1;
+            }
+            sat_out.push(n);
+        }
+        assert_eq!(sat_out, [1, 2, 4, 8, 16, 16, 16]);
+        state.finish(3, false);
+        state.finish(0, true);
+        assert!(!state.take_turn(), "backoff restarts at 1");
+        assert!(state.take_turn());
     }
 
     #[test]

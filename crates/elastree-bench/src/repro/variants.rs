@@ -186,11 +186,12 @@ pub fn elastic_activity(variants: &[Variant], keys: &KeySet, count: usize) -> St
 /// One line on `stats` of an index holding `bytes` under a budget of `budget` bytes.
 pub fn describe_stats(stats: &ElasticStats, bytes: usize, budget: usize) -> String {
     format!(
-        "{} compactions, {} SeqTree grows, {} expansions; {:.3} MiB of a {:.3} MiB budget \
-         ({:.2}x){}",
+        "{} compactions, {} SeqTree grows, {} expansions, {} sweep conversions (pairs of cold \
+         standard leaves); {:.3} MiB of a {:.3} MiB budget ({:.2}x){}",
         stats.compactions,
         stats.grows,
         stats.expansions,
+        stats.sweeps,
         bytes as f64 / MIB,
         budget as f64 / MIB,
         bytes as f64 / budget.max(1) as f64,

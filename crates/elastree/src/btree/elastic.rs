@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::index::{Family, TreeIndex};
-use crate::elastic::{default_levels, ElasticPolicy, ElasticStats};
+use crate::elastic::{default_levels, ElasticPolicy, ElasticStats, SweepCursor};
 use crate::index::{Error, IndexBuilder, IndexKind};
 use crate::mem::ByteCounter;
 use crate::node::blind::BlindKeys;
@@ -41,6 +41,7 @@ impl ElasticExtra {
                 body_bytes: ByteCounter::new(),
             }),
             mode: self.mode.clone(),
+            sweep: Arc::new(SweepCursor::new()),
         }
     }
 }
@@ -141,7 +142,12 @@ impl Family for Elastic {
             LeafMode::Elastic(_) => std::mem::size_of::<ElasticPolicy>() + 16,
             LeafMode::AllCompact { .. } => 0,
         };
-        policy + std::mem::size_of::<SeqShared>() + 16
+        // The sweep cursor's Arc, sized for the largest key type; the heap bytes of a
+        // variable-length key it holds (one key) are not counted.
+        let cursor = std::mem::size_of::<SweepCursor<crate::node::slotted::VarKey>>()
+            .max(std::mem::size_of::<SweepCursor<u128>>())
+            + 16;
+        policy + std::mem::size_of::<SeqShared>() + 16 + cursor
     }
 }
 

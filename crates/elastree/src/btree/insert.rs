@@ -30,6 +30,9 @@ enum Attempt {
     /// A conversion the representation asked for was not possible; descend again and split
     /// instead.
     SplitInstead,
+    /// The leaf overflowed with the elastic sweep due: sweep up to this many leaf pairs,
+    /// then descend again (and handle the overflow without sweeping).
+    Sweep(usize),
 }
 
 impl<R: NodeRepr> Tree<R> {
@@ -48,10 +51,16 @@ impl<R: NodeRepr> Tree<R> {
     fn upsert(&self, key: R::Probe<'_>, value: u64, replace: bool) -> Option<u64> {
         let guard = &epoch::pin();
         let mut convert = true;
+        // At most one sweep per insert, so an insert always finishes.
+        let mut may_sweep = true;
         loop {
-            match self.try_insert(key, value, replace, convert, guard) {
+            match self.try_insert(key, value, replace, convert, may_sweep, guard) {
                 Ok(Attempt::Done(previous)) => return previous,
                 Ok(Attempt::SplitInstead) => convert = false,
+                Ok(Attempt::Sweep(quota)) => {
+                    may_sweep = false;
+                    self.sweep(quota, guard);
+                }
                 Ok(Attempt::Again) | Err(Restart) => {}
             }
         }
@@ -63,6 +72,7 @@ impl<R: NodeRepr> Tree<R> {
         value: u64,
         replace: bool,
         convert: bool,
+        may_sweep: bool,
         guard: &Guard,
     ) -> Result<Attempt, Restart> {
         let mut visit = self.read_root(guard)?;
@@ -100,7 +110,20 @@ impl<R: NodeRepr> Tree<R> {
             return Ok(Attempt::Done(None));
         }
         let overflow = if convert {
-            R::overflow(leaf.node, &self.config, self.index_bytes())
+            let bytes = self.index_bytes();
+            let overflow = R::overflow(leaf.node, &self.config, bytes);
+            // Only here, on the overflow path, is the sweep considered: below the bound an
+            // insert does exactly the B+-tree's work.
+            let quota = if may_sweep {
+                R::sweep_quota(leaf.node, &self.config, bytes)
+            } else {
+                0
+            };
+            if quota > 0 {
+                leaf.read.validate()?;
+                return Ok(Attempt::Sweep(quota));
+            }
+            overflow
         } else {
             Overflow::Split
         };

@@ -26,6 +26,7 @@ mod insert;
 mod remove;
 mod replace;
 mod scan;
+mod sweep;
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;

@@ -91,29 +91,42 @@ impl<R: NodeRepr> Tree<R> {
         self.split(path.parent.map(|p| p.0), path.leaf, Split::Halving, guard)
     }
 
+    /// The left sibling of the leaf at `slot` of `parent` (`None` for the first leaf), read
+    /// optimistically: the parent's previous child, or for a leftmost child the leaf that a
+    /// descent below the leaf's `low_fence` reaches. Restarts unless its link leads to
+    /// `leaf`.
+    pub(super) fn left_sibling<'g>(
+        &self,
+        parent: &Visit<'g>,
+        slot: Option<usize>,
+        low_fence: Option<&R::Owned>,
+        leaf: *mut NodeHeader,
+        guard: &'g Guard,
+    ) -> Result<Option<Visit<'g>>, Restart> {
+        let left = match (slot, low_fence) {
+            (Some(i), _) => Self::step(parent, self.child_at(parent.node, i.checked_sub(1)))?,
+            (None, Some(fence)) => self.descend_below(Bound::Excluded(fence), guard)?.0,
+            (None, None) => return Ok(None),
+        };
+        if !left.node.is_leaf() || left.node.link() != leaf {
+            left.read.validate()?;
+            return Err(Restart);
+        }
+        Ok(Some(left))
+    }
+
     /// Replaces the leaf of `key` by what [`NodeRepr::replacement`] builds; returns whether
     /// it did.
     pub(super) fn replace_leaf(&self, key: R::Probe<'_>, guard: &Guard) -> Result<bool, Restart> {
         let path = self.descend_for_conversion(key, guard)?;
         let leaf = path.leaf;
         let leaf_ptr = leaf.node as *const NodeHeader as *mut NodeHeader;
-        let left = match (&path.parent, &path.low_fence) {
-            (Some((parent, Some(i))), _) => Some(Self::step(
-                parent,
-                self.child_at(parent.node, i.checked_sub(1)),
-            )?),
-            (Some(_), Some(fence)) => {
-                let (left, _) = self.descend_below(Bound::Excluded(fence), guard)?;
-                Some(left)
+        let left = match &path.parent {
+            Some((parent, slot)) => {
+                self.left_sibling(parent, *slot, path.low_fence.as_ref(), leaf_ptr, guard)?
             }
-            _ => None,
+            None => None,
         };
-        if let Some(left) = &left {
-            if !left.node.is_leaf() || left.node.link() != leaf_ptr {
-                left.read.validate()?;
-                return Err(Restart);
-            }
-        }
         let _parent_lock = match &path.parent {
             Some((parent, _)) => Some(parent.read.upgrade()?),
             None => None,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::blind::BlindKeys;
 use super::seqtree::{SeqShared, SeqTree, FORMAT_COMPACT};
 use super::{NodeHeader, NodeRepr, Overflow, Replacement, SearchResult, Underflow};
-use crate::elastic::{ElasticPolicy, ElasticState, Event};
+use crate::elastic::{ElasticPolicy, ElasticState, Event, SweepCursor};
 
 /// How a mixed tree uses SeqTree leaves.
 #[derive(Debug, Clone)]
@@ -43,6 +43,8 @@ pub struct MixedConfig<R: NodeRepr> {
     pub seq: Arc<SeqShared>,
     /// How leaves are chosen.
     pub mode: LeafMode,
+    /// The elastic sweep's position (unused by `AllCompact` trees).
+    pub sweep: Arc<SweepCursor<R::Owned>>,
 }
 
 impl<R: NodeRepr> Clone for MixedConfig<R> {
@@ -51,6 +53,7 @@ impl<R: NodeRepr> Clone for MixedConfig<R> {
             base: self.base.clone(),
             seq: Arc::clone(&self.seq),
             mode: self.mode.clone(),
+            sweep: Arc::clone(&self.sweep),
         }
     }
 }
@@ -120,6 +123,18 @@ impl<R: BlindKeys> Mixed<R> {
             LeafMode::Elastic(policy) => Some(policy),
             LeafMode::AllCompact { .. } => None,
         }
+    }
+
+    /// The SeqTree capacity for `total` entries of a swept pair of standard leaves: the
+    /// smallest of the doubling capacities (`compact_start`, twice that, ... up to
+    /// `compact_max`) that holds them, if the entries also fill more than half of it (the
+    /// `k + 1` rule).
+    fn pair_capacity(total: usize, policy: &ElasticPolicy) -> Option<usize> {
+        let mut capacity = policy.compact_start;
+        while capacity < total {
+            capacity *= 2;
+        }
+        (capacity <= policy.compact_max && total > capacity / 2).then_some(capacity)
     }
 
     /// What to do with a full or chosen SeqTree leaf when not shrinking: split it into two
@@ -406,6 +421,53 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
         let policy = Self::policy(config)?;
         (policy.state() == ElasticState::Expanding && policy.roll_expansion())
             .then(|| Self::expansion(node, policy))
+    }
+
+    fn sweep_quota(node: &NodeHeader, config: &MixedConfig<R>, index_bytes: usize) -> usize {
+        match Self::policy(config) {
+            Some(policy) => policy.sweep_quota(index_bytes, Self::capacity(node, config)),
+            None => 0,
+        }
+    }
+
+    fn sweep_wanted(config: &MixedConfig<R>, index_bytes: usize) -> bool {
+        Self::policy(config).is_some_and(|policy| policy.sweep_wanted(index_bytes))
+    }
+
+    fn sweep_cursor(config: &MixedConfig<R>) -> Option<&SweepCursor<R::Owned>> {
+        Self::policy(config).map(|_| &*config.sweep)
+    }
+
+    fn pair_compactable(left: &NodeHeader, right: &NodeHeader, config: &MixedConfig<R>) -> bool {
+        let Some(policy) = Self::policy(config) else {
+            return false;
+        };
+        !is_compact(left)
+            && !is_compact(right)
+            && Self::pair_capacity(
+                Self::count(left, config) + Self::count(right, config),
+                policy,
+            )
+            .is_some()
+    }
+
+    fn pair_replacement(
+        left: &NodeHeader,
+        right: &NodeHeader,
+        config: &MixedConfig<R>,
+    ) -> Option<(NonNull<NodeHeader>, usize)> {
+        if !Self::pair_compactable(left, right, config) {
+            return None;
+        }
+        let policy = Self::policy(config)?;
+        let mut entries = Self::entries(left, config, 0);
+        entries.extend(Self::entries(right, config, 0));
+        let capacity = Self::pair_capacity(entries.len(), policy)?;
+        let (first, bytes) = SeqTree::<R>::alloc(&config.seq, capacity);
+        // SAFETY: freshly allocated, unpublished.
+        SeqTree::<R>::append_entries(unsafe { first.as_ref() }, &config.seq, &entries);
+        policy.record(Event::Swept);
+        Some((first, bytes))
     }
 
     fn replacement(

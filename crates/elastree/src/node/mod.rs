@@ -35,6 +35,7 @@ use std::fmt::Debug;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering};
 
+use crate::elastic::SweepCursor;
 use crate::sync::VersionLock;
 
 /// The header every node starts with.
@@ -337,6 +338,49 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
         _config: &Self::Config,
         _index_bytes: usize,
     ) -> Option<Replacement<Self>> {
+        None
+    }
+
+    // Hooks of the elastic tree's sweep (see `crate::elastic`); the defaults never sweep.
+
+    /// How many pairs of cold leaves the tree should compact after an overflow of `node`
+    /// with the tree at `index_bytes` (0: none). Called only on the overflow path, after
+    /// [`NodeRepr::overflow`]. Read under an optimistic version.
+    #[inline]
+    fn sweep_quota(_node: &NodeHeader, _config: &Self::Config, _index_bytes: usize) -> usize {
+        0
+    }
+
+    /// Whether a sweep under way should go on with the tree at `index_bytes`.
+    #[inline]
+    fn sweep_wanted(_config: &Self::Config, _index_bytes: usize) -> bool {
+        false
+    }
+
+    /// The sweep's position, for representations that sweep.
+    #[inline]
+    fn sweep_cursor(_config: &Self::Config) -> Option<&SweepCursor<Self::Owned>> {
+        None
+    }
+
+    /// Whether adjacent leaves `left` and `right` (same parent) look like a pair the sweep
+    /// can merge into one node. Read under optimistic versions; a hint that
+    /// [`NodeRepr::pair_replacement`] decides under the locks.
+    #[inline]
+    fn pair_compactable(_left: &NodeHeader, _right: &NodeHeader, _config: &Self::Config) -> bool {
+        false
+    }
+
+    /// Builds the one leaf that replaces adjacent leaves `left` and `right` with all their
+    /// entries; returns it (unpublished, link unset) and its bytes as the tree counts them,
+    /// or `None` to leave the pair as it is. Write locks held on both, their parent and
+    /// `left`'s left sibling.
+    #[inline]
+    fn pair_replacement(
+        _left: &NodeHeader,
+        _right: &NodeHeader,
+        _config: &Self::Config,
+    ) -> Option<(NonNull<NodeHeader>, usize)> {
         None
     }
 }
