@@ -206,6 +206,29 @@ impl DistIndex {
         Ok(moved)
     }
 
+    /// Places a sub-tree that a split just created (in its sibling's tag): moves it to the
+    /// master holding the fewest sub-trees when that is at least two fewer than its own, so
+    /// the sub-trees spread over the masters as they appear, not only on `rebalance`.
+    pub(crate) fn place_new_subtree(
+        &self,
+        root: RootRef,
+        deadline: Instant,
+    ) -> Result<(), DistError> {
+        let counts = self.subtrees_per_master()?;
+        let map = self.router.slot_map();
+        let tag = self.subtree_tag(root.token);
+        let Some(here) = map.owner(slot_of(tag.as_bytes())).map(|o| o.addr.clone()) else {
+            return Ok(());
+        };
+        let Some((least, &fewest)) = counts.iter().min_by_key(|(_, &n)| n) else {
+            return Ok(());
+        };
+        if counts.get(&here).copied().unwrap_or(0) >= fewest + 2 {
+            self.migrate(root, &least.clone(), deadline)?;
+        }
+        Ok(())
+    }
+
     /// A fresh tag token whose slot the master `addr` owns.
     fn token_on(&self, addr: &str, deadline: Instant) -> Result<u64, DistError> {
         let t = self.top_tag();

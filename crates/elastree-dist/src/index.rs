@@ -31,9 +31,12 @@ pub struct DistOptions {
     pub node_capacity: usize,
     /// The longest key accepted, in bytes (at most [`elastree::MAX_KEY_LEN_LIMIT`]).
     pub max_key_len: usize,
-    /// Sub-trees the index aims to have per master: a sub-tree root that overflows while
-    /// there are fewer becomes two sub-trees (the new one posted to the top), otherwise the
-    /// sub-tree grows a level. [`DistIndex::rebalance`] lowers the cut-off to reach it.
+    /// Sub-trees the index aims to have per master (default 5): a sub-tree root that
+    /// overflows while there are fewer becomes two sub-trees (the new one posted to the top
+    /// and placed on the master with the fewest), otherwise the sub-tree grows a level.
+    /// [`DistIndex::rebalance`] lowers the cut-off to reach it. With at least 5 per master,
+    /// an even spread (counts differing by at most one) keeps every master within 20% of
+    /// the mean; the paper's minimum is 1.
     pub subtrees_per_master: usize,
     /// Entries one scan call returns at most (one round trip each).
     pub scan_chunk: usize,
@@ -48,7 +51,7 @@ impl Default for DistOptions {
             unique: true,
             node_capacity: 64,
             max_key_len: elastree::DEFAULT_MAX_KEY_LEN,
-            subtrees_per_master: 2,
+            subtrees_per_master: 5,
             scan_chunk: 256,
             router: RouterOptions::default(),
         }
@@ -607,12 +610,14 @@ impl DistIndex {
             // The sub-tree root split into two sub-trees: post the new one.
             let sep = codec::bytes_of(&reply.items[1])?;
             let id = codec::u64_of(&reply.items[2])?;
-            // It lives in the tag of the sub-tree that split.
+            // It lives in the tag of the sub-tree that split; then it goes to the master
+            // with the fewest sub-trees.
             let root = RootRef {
                 token: target.token,
                 id,
             };
             self.post(&sep, root, deadline)?;
+            self.place_new_subtree(root, deadline)?;
         }
         self.finish(&contacted);
         codec::opt_tid(reply.items.first())

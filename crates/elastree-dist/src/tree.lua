@@ -35,7 +35,7 @@ hint_id > 0 says the call moved right past the client's sub-tree root to a sub-t
 starting at hint_sep: the client's top is stale and that root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-6'
+local VERSION = 'elastree-tree-7'
 local FWD, LOWERED = -1, -2
 
 -- Byte order on strings. Lua compares strings with strcoll; under the C locale (which Redis
@@ -59,10 +59,49 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Decoded inner nodes by their stored bytes. Lua interns strings, so a node's bytes are a
+-- cheap table key; a decoded node depends on nothing but those bytes, so an entry can never
+-- be stale. Every call passes through the inner nodes above its leaf, and decoding
+-- dominates the cost of a call; leaves, one per call and mostly different ones, are decoded
+-- each time (caching them too filled the Lua heap with garbage and slowed every call down).
+-- Entries are shared: a caller that changes a node changes a copy (copy()). Bounded:
+-- emptied when it reaches CACHE_LIMIT entries.
+local CACHE_LIMIT = 4096
+local cache, cached = {}, 0
+
+local function decode(s)
+  local n = cache[s]
+  if n == nil then
+    n = cmsgpack.unpack(s)
+    if n[1] > 0 then
+      if cached >= CACHE_LIMIT then cache, cached = {}, 0 end
+      cache[s] = n
+      cached = cached + 1
+    end
+  end
+  return n
+end
+
+-- A node as stored, shared with the cache: do not change it (see copy).
 local function load(P, id)
   local s = redis.call('GET', P .. ':n:' .. id)
   if not s then return nil end
-  return cmsgpack.unpack(s)
+  return decode(s)
+end
+
+-- A copy of a node that the caller may change.
+local function copy(n)
+  local c = {}
+  for i = 1, #n do c[i] = n[i] end
+  if type(n[5]) == 'table' then
+    c[5] = {}
+    for i = 1, #n[5] do c[5][i] = n[5][i] end
+  end
+  if type(n[6]) == 'table' then
+    c[6] = {}
+    for i = 1, #n[6] do c[6][i] = n[6][i] end
+  end
+  return c
 end
 
 local function store(P, id, n)
@@ -255,7 +294,8 @@ local function split_up(P, ids, nodes, pos, level, cap, allow_post)
       store(P, sid, {node[1], sep, node[3], node[4], rk, rv, 0})
       node[3], node[4] = sep, sid
       store(P, nid, node)
-      local parent, at = nodes[level - 1], pos[level - 1]
+      local parent, at = copy(nodes[level - 1]), pos[level - 1]
+      nodes[level - 1] = parent
       table.insert(parent[5], at, sep)
       table.insert(parent[6], at + 1, sid)
       level = level - 1
@@ -272,7 +312,8 @@ local function et_put(keys, args)
   if err then return err end
   if frozen(n) then return {'BUSY', '', 0} end
   local ids, nodes, pos = descend(P, id, n, key, false)
-  local leaf = nodes[#nodes]
+  local leaf = copy(nodes[#nodes])
+  nodes[#nodes] = leaf
   local i = lower_bound(leaf[5], key)
   if leaf[5][i] == key then
     local old = leaf[6][i]
@@ -300,14 +341,15 @@ local function merge_up(P, ids, nodes, pos, min_fill, cap)
       store(P, nid, node)
       return
     end
-    local parent, at = nodes[level - 1], pos[level - 1]
+    local parent, at = copy(nodes[level - 1]), pos[level - 1]
+    nodes[level - 1] = parent
     local left_id, right_id, left, right, sep_at
     if at < #parent[6] then
       left_id, left, right_id, sep_at = nid, node, parent[6][at + 1], at
       right = load(P, right_id)
     elseif at > 1 then
       right_id, right, left_id, sep_at = nid, node, parent[6][at - 1], at - 1
-      left = load(P, left_id)
+      left = copy(load(P, left_id))
     else
       store(P, nid, node)
       return
@@ -329,7 +371,7 @@ local function merge_up(P, ids, nodes, pos, min_fill, cap)
     level = level - 1
   end
   -- level 1: the sub-tree root. An inner root left with one child takes the child's place.
-  local root, rid = nodes[1], ids[1]
+  local root, rid = copy(nodes[1]), ids[1]
   if root[1] > 0 and #root[6] == 1 then
     local cid = root[6][1]
     local child = load(P, cid)
@@ -348,7 +390,8 @@ local function et_del(keys, args)
   if err then return err end
   if frozen(n) then return {'BUSY', '', 0} end
   local ids, nodes, pos = descend(P, id, n, key, false)
-  local leaf = nodes[#nodes]
+  local leaf = copy(nodes[#nodes])
+  nodes[#nodes] = leaf
   local i = lower_bound(leaf[5], key)
   if leaf[5][i] ~= key then return ok(hint) end
   local old = leaf[6][i]
@@ -459,6 +502,7 @@ local function et_freeze(keys, args)
   local root = load(P, id)
   if root == nil or root[1] < 0 or root[7] ~= 1 then return {'STALE'} end
   if frozen(root) and root[9] ~= token then return {'BUSY'} end
+  root = copy(root)
   root[8], root[9] = now_ms() + ttl, token
   store(P, id, root)
   local out, count = {'OK', 0}, 0
@@ -518,6 +562,7 @@ local function et_unfreeze(keys, args)
   local P, id, token = args[1], tonumber(args[2]), args[3]
   local root = load(P, id)
   if root ~= nil and root[1] >= 0 and root[9] == token then
+    root = copy(root)
     root[8], root[9] = 0, ''
     store(P, id, root)
   end
@@ -536,7 +581,7 @@ local function et_lower(keys, args)
   local children = root[6]
   local los = {}
   for i, cid in ipairs(children) do
-    local c = load(P, cid)
+    local c = copy(load(P, cid))
     c[7], c[8], c[9] = 1, 0, ''
     c[4] = (i < #children) and children[i + 1] or root[4]
     store(P, cid, c)
