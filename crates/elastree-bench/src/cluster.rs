@@ -123,28 +123,12 @@ pub fn connect(
 
 /// The counters `after` minus `before` (each field; counters only grow).
 pub fn stats_delta(after: DistStats, before: DistStats) -> DistStats {
-    DistStats {
-        operations: after.operations.saturating_sub(before.operations),
-        round_trips: after.round_trips.saturating_sub(before.round_trips),
-        masters_contacted: after
-            .masters_contacted
-            .saturating_sub(before.masters_contacted),
-        top_refreshes: after.top_refreshes.saturating_sub(before.top_refreshes),
-        stale_routes: after.stale_routes.saturating_sub(before.stale_routes),
-        retries: after.retries.saturating_sub(before.retries),
-    }
+    after.since(before)
 }
 
 /// The sum of two counter sets (each field).
 pub fn stats_sum(a: DistStats, b: DistStats) -> DistStats {
-    DistStats {
-        operations: a.operations + b.operations,
-        round_trips: a.round_trips + b.round_trips,
-        masters_contacted: a.masters_contacted + b.masters_contacted,
-        top_refreshes: a.top_refreshes + b.top_refreshes,
-        stale_routes: a.stale_routes + b.stale_routes,
-        retries: a.retries + b.retries,
-    }
+    a + b
 }
 
 /// Round trips and distinct masters contacted per index operation of `stats`, or `None`

@@ -229,6 +229,16 @@ impl DistIndex {
         Ok(())
     }
 
+    /// [`DistIndex::place_new_subtree`] after an insert that created a sub-tree: the insert
+    /// has succeeded, so a failed move (a busy cluster, a racing rebalance) must not fail
+    /// it; the sub-tree is correct where it is and a later `rebalance` moves it.
+    pub(crate) fn try_place_new_subtree(&self, root: RootRef, deadline: Instant) {
+        if self.place_new_subtree(root, deadline).is_err() {
+            self.placement_failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// A fresh tag token whose slot the master `addr` owns.
     fn token_on(&self, addr: &str, deadline: Instant) -> Result<u64, DistError> {
         let t = self.top_tag();
@@ -261,6 +271,17 @@ impl DistIndex {
     /// Moves the sub-tree `root` to master `to`. Returns false if it could not (busy, or
     /// the freeze expired) and left it in place.
     fn migrate(&self, root: RootRef, to: &str, deadline: Instant) -> Result<bool, DistError> {
+        // The sub-tree's entry in the top, read before anything moves: once the forwarding
+        // marker is in place, other threads of this client retarget their cached entry.
+        let Some(lo) = self
+            .cached_top()
+            .entries
+            .iter()
+            .find(|e| e.token == root.token && e.id == root.id)
+            .map(|e| e.lo.clone())
+        else {
+            return Ok(false);
+        };
         let token = self.token_on(to, deadline)?;
         let old_tag = self.subtree_tag(root.token);
         let new_tag = self.subtree_tag(token);
@@ -329,13 +350,6 @@ impl DistIndex {
             return Ok(false);
         }
         // Point the top at the new place (the old one forwards meanwhile).
-        let lo = self
-            .cached_top()
-            .entries
-            .iter()
-            .find(|e| e.token == root.token && e.id == root.id)
-            .map(|e| e.lo.clone())
-            .ok_or_else(|| DistError::Corrupt("a moved sub-tree left the top".into()))?;
         self.set_top_entry(&lo, root, moved, deadline)?;
         Ok(true)
     }
@@ -363,6 +377,15 @@ impl DistIndex {
             &Request::write(vec![cas, read]),
             deadline,
         )?;
-        self.install_top(&replies[1])
+        self.install_top(&replies[1])?;
+        if codec::bytes_of(&replies[0])? == b"CONFLICT" {
+            // Nothing else changes the entry of a frozen root; a conflict means the top no
+            // longer holds `from` there, and the forwarding marker keeps every route right.
+            return Err(DistError::Corrupt(format!(
+                "the top entry {lo:?} no longer names the moved sub-tree {}:{}",
+                from.token, from.id
+            )));
+        }
+        Ok(())
     }
 }

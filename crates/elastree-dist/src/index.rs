@@ -119,6 +119,38 @@ pub struct DistStats {
     pub stale_routes: u64,
     /// Requests retried after a redirect, a failover or a busy sub-tree.
     pub retries: u64,
+    /// New sub-trees left on their sibling's master because moving them failed (a later
+    /// [`DistIndex::rebalance`] moves them).
+    pub placement_failures: u64,
+}
+
+impl DistStats {
+    /// The counters since `before` (each field; counters only grow).
+    pub fn since(self, before: DistStats) -> DistStats {
+        self.zip(before, u64::saturating_sub)
+    }
+
+    /// Applies `f` field by field.
+    fn zip(self, other: DistStats, f: impl Fn(u64, u64) -> u64) -> DistStats {
+        DistStats {
+            operations: f(self.operations, other.operations),
+            round_trips: f(self.round_trips, other.round_trips),
+            masters_contacted: f(self.masters_contacted, other.masters_contacted),
+            top_refreshes: f(self.top_refreshes, other.top_refreshes),
+            stale_routes: f(self.stale_routes, other.stale_routes),
+            retries: f(self.retries, other.retries),
+            placement_failures: f(self.placement_failures, other.placement_failures),
+        }
+    }
+}
+
+impl std::ops::Add for DistStats {
+    type Output = DistStats;
+
+    /// The sum, field by field (counters of several clients or runs).
+    fn add(self, other: DistStats) -> DistStats {
+        self.zip(other, u64::saturating_add)
+    }
 }
 
 /// Where an operation starts in key space.
@@ -156,6 +188,7 @@ pub struct DistIndex {
     masters_contacted: AtomicU64,
     top_refreshes: AtomicU64,
     stale_routes: AtomicU64,
+    pub(crate) placement_failures: AtomicU64,
 }
 
 impl std::fmt::Debug for DistIndex {
@@ -249,6 +282,7 @@ impl DistIndex {
             masters_contacted: AtomicU64::new(0),
             top_refreshes: AtomicU64::new(0),
             stale_routes: AtomicU64::new(0),
+            placement_failures: AtomicU64::new(0),
         }
     }
 
@@ -267,6 +301,7 @@ impl DistIndex {
             top_refreshes: self.top_refreshes.load(Ordering::Relaxed),
             stale_routes: self.stale_routes.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
+            placement_failures: self.placement_failures.load(Ordering::Relaxed),
         }
     }
 
@@ -617,7 +652,7 @@ impl DistIndex {
                 id,
             };
             self.post(&sep, root, deadline)?;
-            self.place_new_subtree(root, deadline)?;
+            self.try_place_new_subtree(root, deadline);
         }
         self.finish(&contacted);
         codec::opt_tid(reply.items.first())

@@ -220,3 +220,39 @@ fn the_baseline_under_concurrent_writers_and_scanners() {
     check.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }
+
+/// Many threads sharing one client while sub-trees appear and move to other masters (a
+/// moved sub-tree's forwarding marker retargets the shared cached top under the mover).
+#[test]
+fn threads_sharing_one_client_while_new_subtrees_move() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("shared");
+    let mut options = cluster::options(&name, true, 8);
+    options.subtrees_per_master = 5;
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let index = &index;
+            s.spawn(move || {
+                for i in 0..800u64 {
+                    let k = i * 8 + t;
+                    assert_eq!(index.insert(&key(k), k).unwrap(), None);
+                }
+            });
+        }
+    });
+    index.check().unwrap();
+    assert_eq!(index.len(), 6400);
+    let per_master = index.subtrees_per_master().unwrap();
+    assert!(
+        per_master.values().all(|&n| n > 0),
+        "new sub-trees spread: {per_master:?}"
+    );
+    assert_eq!(index.stats().placement_failures, 0);
+    for k in (0..6400u64).step_by(13) {
+        assert_eq!(index.get(&key(k)).unwrap(), Some(k));
+    }
+    index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}

@@ -206,7 +206,7 @@ fn measure(
     let mut loads = Vec::new();
     for kind in KINDS {
         let name = cluster::fresh_name("dist-ycsb");
-        let client = cluster::connect(kind, &seed, name.clone(), DistOptions::default())?;
+        let client = cluster::connect(kind, &seed, name.clone(), options(&name))?;
         let index = Elastree::on_cluster(kind, keys, client);
         eprintln!("dist-ycsb: loading {loaded} keys into {kind} (untimed)");
         let started = std::time::Instant::now();
@@ -267,10 +267,14 @@ fn measure(
     })
 }
 
-/// Default options for opening the index `name` (as the measuring clients did).
+/// The paper's node arity: "All tests were executed using α = 25" (section 9).
+pub const ARITY: usize = 25;
+
+/// The options of both trees: the paper's arity, the rest the defaults.
 fn options(name: &str) -> DistOptions {
     DistOptions {
         name: name.to_string(),
+        node_capacity: ARITY,
         ..DistOptions::default()
     }
 }
@@ -490,7 +494,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     }
     let how = format!(
         "{n} rand64 keys ({} loaded before the runs), {ops} operations per run ({} for \
-         ycsb-e's scans), median of {} runs; kops/s = thousand YCSB operations per second; \
+         ycsb-e's scans), median of {} runs, nodes of {ARITY} entries (the paper's arity) in \
+         both trees; kops/s = thousand YCSB operations per second; \
          RT/op = network round trips per index operation (a read-modify-write is two \
          operations), masters/op = distinct masters contacted per operation. After the 3-master \
          runs a fourth master joined and `dist` was rebalanced.\n",
@@ -721,10 +726,11 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
             ops_of(Ycsb::E, n),
             ctx.repeat
         ),
-        "indexes: `dist` (STI-BT: co-located sub-trees as Redis Functions, cached replicated \
-         top) and `dist-baseline` (every node its own key, one node per round trip), node \
-         capacity 64"
-            .to_string(),
+        format!(
+            "indexes: `dist` (STI-BT: co-located sub-trees as Redis Functions, cached \
+             replicated top) and `dist-baseline` (every node its own key, one node per round \
+             trip), nodes of {ARITY} entries (the paper's arity)"
+        ),
     ];
     if let Some(subtrees) = m.shape.subtrees {
         facts.push(format!(
