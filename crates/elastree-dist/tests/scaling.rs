@@ -68,6 +68,25 @@ fn a_master_joining_mid_workload_gets_its_share_and_nothing_is_lost() {
         "sub-trees per master within 20% of the mean: {report:?}"
     );
     assert!(report.per_master.values().all(|&n| n > 0), "{report:?}");
+    // `setup` still holds the top from before the scale-out: its stale routes cost a
+    // redirect or a refresh once per moved or lowered sub-tree, not per operation.
+    let before_stale = setup.stats();
+    for k in 0..3000u64 {
+        assert_eq!(
+            setup.get(&key(k * 3)).unwrap(),
+            Some(k * 3),
+            "loaded key lost"
+        );
+    }
+    let stale = setup.stats().since(before_stale);
+    assert!(
+        stale.round_trips as f64 <= 1.1 * stale.operations as f64,
+        "a stale client pays once per changed sub-tree: {stale:?}"
+    );
+    assert!(
+        stale.stale_routes > 0,
+        "the client did see the change: {stale:?}"
+    );
     let check = connect();
     check.check().unwrap();
     for k in 0..3000u64 {
