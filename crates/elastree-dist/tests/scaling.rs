@@ -87,6 +87,7 @@ fn a_master_joining_mid_workload_gets_its_share_and_nothing_is_lost() {
         stale.stale_routes > 0,
         "the client did see the change: {stale:?}"
     );
+    println!("stale client after the scale-out: {stale:?}");
     let check = connect();
     check.check().unwrap();
     for k in 0..3000u64 {
