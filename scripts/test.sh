@@ -26,6 +26,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 step "valgrind memcheck of the trees, the hybrid index, their nodes and epochs (small scale)"
 ELASTREE_TEST_SCALE=0.05 \
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite" \
-  cargo test -p elastree --lib --test model --test stress --test tree_shape --test memory_accounting --test hybrid
+  cargo test -p elastree --lib --test model --test stress --test tree_shape --test memory_accounting --test hybrid \
+    -- --skip elastic_ordered_writers_sweep_under_the_budget
 
 step "all tests passed"
