@@ -130,19 +130,9 @@ impl DistIndex {
             let Some(&(_, root)) = candidates.first() else {
                 break;
             };
-            let tag = self.subtree_tag(root.token);
             let id = root.id.to_string();
-            let cmd = codec::fcall(
-                "et_lower",
-                &format!("{tag}:m"),
-                &[tag.as_bytes(), id.as_bytes()],
-            );
-            let (replies, _) = self.router.run(
-                slot_of(tag.as_bytes()),
-                &Request::write(vec![cmd]),
-                deadline,
-            )?;
-            let reply = codec::Reply::parse(&replies[0])?;
+            let reply = self.call_tag("et_lower", root.token, &[id.as_bytes()], true, deadline)?;
+            let reply = codec::Reply::parse(&reply)?;
             match reply.status.as_str() {
                 "LOWERED" => {
                     let children = codec::children(&reply.items, root.token)?;
@@ -283,68 +273,39 @@ impl DistIndex {
             return Ok(false);
         };
         let token = self.token_on(to, deadline)?;
-        let old_tag = self.subtree_tag(root.token);
-        let new_tag = self.subtree_tag(token);
         let id = root.id.to_string();
         let freeze_token = format!("mig-{}-{}", std::process::id(), token);
         let ttl = FREEZE.as_millis().to_string();
-        let freeze = codec::fcall(
+        let exported = self.call_tag(
             "et_freeze",
-            &format!("{old_tag}:m"),
-            &[
-                old_tag.as_bytes(),
-                id.as_bytes(),
-                freeze_token.as_bytes(),
-                ttl.as_bytes(),
-            ],
-        );
-        let (replies, _) = self.router.run(
-            slot_of(old_tag.as_bytes()),
-            &Request::write(vec![freeze]),
+            root.token,
+            &[id.as_bytes(), freeze_token.as_bytes(), ttl.as_bytes()],
+            true,
             deadline,
         )?;
-        let Value::Array(parts) = &replies[0] else {
-            return Err(DistError::Corrupt(format!(
-                "et_freeze reply {:?}",
-                replies[0]
-            )));
+        let Value::Array(parts) = &exported else {
+            return Err(DistError::Corrupt(format!("et_freeze reply {exported:?}")));
         };
         if codec::bytes_of(parts.first().unwrap_or(&Value::Nil))? != b"OK" {
             return Ok(false);
         }
-        // Import: {Q, count, id1, blob1, ...} on the new tag.
-        let mut import = redis::cmd("FCALL");
-        import
-            .arg("et_import")
-            .arg(1)
-            .arg(format!("{new_tag}:m"))
-            .arg(&new_tag);
-        for part in &parts[1..] {
-            import.arg(codec::bytes_of(part)?);
-        }
-        self.router.run(
-            slot_of(new_tag.as_bytes()),
-            &Request::write(vec![import]),
-            deadline,
-        )?;
+        // Import {count, id1, blob1, ...} under the new tag.
+        let nodes: Vec<Vec<u8>> = parts[1..]
+            .iter()
+            .map(codec::bytes_of)
+            .collect::<Result<_, _>>()?;
+        let node_refs: Vec<&[u8]> = nodes.iter().map(Vec::as_slice).collect();
+        self.call_tag("et_import", token, &node_refs, true, deadline)?;
         let token_s = token.to_string();
-        let forward = codec::fcall(
+        let forwarded = self.call_tag(
             "et_forward",
-            &format!("{old_tag}:m"),
-            &[
-                old_tag.as_bytes(),
-                id.as_bytes(),
-                freeze_token.as_bytes(),
-                token_s.as_bytes(),
-            ],
-        );
-        let (replies, _) = self.router.run(
-            slot_of(old_tag.as_bytes()),
-            &Request::write(vec![forward]),
+            root.token,
+            &[id.as_bytes(), freeze_token.as_bytes(), token_s.as_bytes()],
+            true,
             deadline,
         )?;
         let moved = RootRef { token, id: root.id };
-        if codec::bytes_of(&replies[0])? != b"OK" {
+        if codec::bytes_of(&forwarded)? != b"OK" {
             // The freeze expired: drop the copy, leave the sub-tree where it is.
             self.drop_subtree(moved, deadline)?;
             return Ok(false);
@@ -362,23 +323,14 @@ impl DistIndex {
         to: RootRef,
         deadline: Instant,
     ) -> Result<(), DistError> {
-        let t = self.top_tag();
-        let top_key = format!("{t}:top");
         let old = codec::root_ref(from);
         let new = codec::root_ref(to);
-        let cas = codec::fcall(
+        let reply = self.change_top(
             "et_top_cas",
-            &top_key,
-            &[t.as_bytes(), lo, old.as_bytes(), new.as_bytes()],
-        );
-        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
-        let (replies, _) = self.router.run(
-            slot_of(t.as_bytes()),
-            &Request::write(vec![cas, read]),
+            &[lo, old.as_bytes(), new.as_bytes()],
             deadline,
         )?;
-        self.install_top(&replies[1])?;
-        if codec::bytes_of(&replies[0])? == b"CONFLICT" {
+        if codec::bytes_of(&reply)? == b"CONFLICT" {
             // Nothing else changes the entry of a frozen root; a conflict means the top no
             // longer holds `from` there, and the forwarding marker keeps every route right.
             return Err(DistError::Corrupt(format!(

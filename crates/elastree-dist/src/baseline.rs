@@ -676,12 +676,10 @@ impl StoredMap for BaselineIndex {
         stored: &[u8],
         expected: Option<u64>,
     ) -> Result<(Option<u64>, bool), DistError> {
-        let expected = expected.map(u64::to_be_bytes);
-        let expected: &[u8] = expected.as_ref().map_or(&[], |e| &e[..]);
-        let items = self.leaf_op(stored, "etb_leaf_del", &[expected])?;
-        let old = codec::opt_tid(items.first())?;
-        let removed = matches!(items.get(1), Some(v) if codec::bytes_of(v)? == b"1");
-        Ok((old, removed))
+        // An empty expected tid removes whatever the key maps to.
+        let expected = expected.map_or(Vec::new(), |t| t.to_be_bytes().to_vec());
+        let items = self.leaf_op(stored, "etb_leaf_del", &[&expected])?;
+        codec::removal(&items)
     }
 
     fn scan_stored(

@@ -10,8 +10,6 @@ use redis::Value;
 use crate::codec;
 use crate::error::DistError;
 use crate::index::DistIndex;
-use crate::router::Request;
-use crate::slots::slot_of;
 
 /// Checks `index`; call it while no writer runs.
 pub(crate) fn check(index: &DistIndex) -> Result<(), DistError> {
@@ -29,22 +27,16 @@ pub(crate) fn check(index: &DistIndex) -> Result<(), DistError> {
     let cap = index.options.node_capacity.to_string();
     let mut per_token: BTreeMap<u64, i64> = BTreeMap::new();
     for (i, entry) in top.entries.iter().enumerate() {
-        let tag = index.subtree_tag(entry.token);
         let id = entry.id.to_string();
-        let cmd = codec::fcall(
+        let reply = index.call_tag(
             "et_check",
-            &format!("{tag}:m"),
-            &[tag.as_bytes(), id.as_bytes(), cap.as_bytes()],
-        );
-        let (replies, _) =
-            index
-                .router
-                .run(slot_of(tag.as_bytes()), &Request::read(vec![cmd]), deadline)?;
-        let Value::Array(parts) = &replies[0] else {
-            return Err(DistError::Corrupt(format!(
-                "et_check reply {:?}",
-                replies[0]
-            )));
+            entry.token,
+            &[id.as_bytes(), cap.as_bytes()],
+            false,
+            deadline,
+        )?;
+        let Value::Array(parts) = &reply else {
+            return Err(DistError::Corrupt(format!("et_check reply {reply:?}")));
         };
         let status = codec::bytes_of(parts.first().unwrap_or(&Value::Nil))?;
         let name = format!("sub-tree {}:{} (entry {i})", entry.token, entry.id);
@@ -86,13 +78,7 @@ pub(crate) fn check(index: &DistIndex) -> Result<(), DistError> {
         *per_token.entry(entry.token).or_default() += count;
     }
     for (token, expected) in per_token {
-        let tag = index.subtree_tag(token);
-        let cmd = codec::fcall("et_tag_count", &format!("{tag}:m"), &[]);
-        let (replies, _) =
-            index
-                .router
-                .run(slot_of(tag.as_bytes()), &Request::read(vec![cmd]), deadline)?;
-        let stored = codec::int(&replies[0])?;
+        let stored = codec::int(&index.call_tag("et_tag_count", token, &[], false, deadline)?)?;
         if stored != expected {
             return Err(DistError::Corrupt(format!(
                 "tag {token} counts {stored} entries but its sub-trees hold {expected}"

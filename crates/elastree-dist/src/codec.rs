@@ -129,6 +129,17 @@ pub(crate) fn opt_tid(v: Option<&Value>) -> Result<Option<u64>, DistError> {
     }
 }
 
+/// The items of a removal's reply, `[old tid, "1" | "0"]` (none if the key was absent):
+/// the tid the key had and whether it was removed.
+pub(crate) fn removal(items: &[Value]) -> Result<(Option<u64>, bool), DistError> {
+    let old = opt_tid(items.first())?;
+    let removed = match items.get(1) {
+        Some(v) => bytes_of(v)? == b"1",
+        None => false,
+    };
+    Ok((old, removed))
+}
+
 /// "token:id", the top's reference to a sub-tree root.
 pub(crate) fn root_ref(root: RootRef) -> String {
     format!("{}:{}", root.token, root.id)

@@ -365,16 +365,60 @@ impl DistIndex {
         codec::Conf::parse(&replies[0])
     }
 
-    /// Creates an empty sub-tree root in tag `token`.
-    pub(crate) fn new_root(&self, token: u64, deadline: Instant) -> Result<RootRef, DistError> {
+    /// Runs the library function `name` on the sub-trees of tag `token` (the tag's meta key
+    /// declares the slot; the tag is the first argument, `args` follow): one round trip to
+    /// the tag's master. Returns the function's reply.
+    pub(crate) fn call_tag(
+        &self,
+        name: &str,
+        token: u64,
+        args: &[&[u8]],
+        write: bool,
+        deadline: Instant,
+    ) -> Result<Value, DistError> {
         let tag = self.subtree_tag(token);
-        let cmd = codec::fcall("et_new_root", &format!("{tag}:m"), &[tag.as_bytes()]);
-        let (replies, _) = self.router.run(
-            slot_of(tag.as_bytes()),
-            &Request::write(vec![cmd]),
+        let mut all: Vec<&[u8]> = vec![tag.as_bytes()];
+        all.extend_from_slice(args);
+        let cmd = codec::fcall(name, &format!("{tag}:m"), &all);
+        let request = if write {
+            Request::write(vec![cmd])
+        } else {
+            Request::read(vec![cmd])
+        };
+        let (mut replies, _) = self
+            .router
+            .run(slot_of(tag.as_bytes()), &request, deadline)?;
+        Ok(replies.swap_remove(0))
+    }
+
+    /// Runs the library function `name` on the top (its tag first, then `args`) and re-reads
+    /// the top in the same round trip, installing the fresh copy. Returns the function's
+    /// reply.
+    pub(crate) fn change_top(
+        &self,
+        name: &str,
+        args: &[&[u8]],
+        deadline: Instant,
+    ) -> Result<Value, DistError> {
+        let t = self.top_tag();
+        let top_key = format!("{t}:top");
+        let mut all: Vec<&[u8]> = vec![t.as_bytes()];
+        all.extend_from_slice(args);
+        let change = codec::fcall(name, &top_key, &all);
+        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
+        let (mut replies, _) = self.router.run(
+            slot_of(t.as_bytes()),
+            &Request::write(vec![change, read]),
             deadline,
         )?;
-        let id = codec::int(&replies[0])? as u64;
+        self.install_top(&replies[1])?;
+        Ok(replies.swap_remove(0))
+    }
+
+    /// Creates an empty sub-tree root in tag `token`.
+    pub(crate) fn new_root(&self, token: u64, deadline: Instant) -> Result<RootRef, DistError> {
+        let reply = self.call_tag("et_new_root", token, &[], true, deadline)?;
+        let id = codec::u64_of(&reply)?;
         Ok(RootRef { token, id })
     }
 
@@ -426,21 +470,9 @@ impl DistIndex {
         root: RootRef,
         deadline: Instant,
     ) -> Result<(), DistError> {
-        let t = self.top_tag();
-        let top_key = format!("{t}:top");
         let root_ref = codec::root_ref(root);
-        let post = codec::fcall(
-            "et_post",
-            &top_key,
-            &[t.as_bytes(), sep, root_ref.as_bytes()],
-        );
-        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
-        let (replies, _) = self.router.run(
-            slot_of(t.as_bytes()),
-            &Request::write(vec![post, read]),
-            deadline,
-        )?;
-        self.install_top(&replies[1])
+        self.change_top("et_post", &[sep, root_ref.as_bytes()], deadline)?;
+        Ok(())
     }
 
     /// Replaces the top entry of `root` by `children` (low fence, root) in one atomic
@@ -452,10 +484,8 @@ impl DistIndex {
         children: &[(Vec<u8>, RootRef)],
         deadline: Instant,
     ) -> Result<(), DistError> {
-        let t = self.top_tag();
-        let top_key = format!("{t}:top");
         let old = codec::root_ref(root);
-        let mut args: Vec<Vec<u8>> = vec![t.clone().into_bytes()];
+        let mut args: Vec<Vec<u8>> = Vec::new();
         for (i, (lo, child)) in children.iter().enumerate() {
             args.push(lo.clone());
             args.push(if i == 0 {
@@ -466,14 +496,8 @@ impl DistIndex {
             args.push(codec::root_ref(*child).into_bytes());
         }
         let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        let cas = codec::fcall("et_top_cas", &top_key, &arg_refs);
-        let read = codec::fcall("et_top", &top_key, &[t.as_bytes()]);
-        let (replies, _) = self.router.run(
-            slot_of(t.as_bytes()),
-            &Request::write(vec![cas, read]),
-            deadline,
-        )?;
-        self.install_top(&replies[1])
+        self.change_top("et_top_cas", &arg_refs, deadline)?;
+        Ok(())
     }
 
     /// Whether a sub-tree root that overflows now should split into two sub-trees (rather
@@ -597,6 +621,61 @@ impl DistIndex {
             .fetch_add(contacted.len() as u64, Ordering::Relaxed);
     }
 
+    /// The number of entries, summed over the tags of the sub-trees.
+    pub fn try_len(&self) -> Result<usize, DistError> {
+        let deadline = self.deadline();
+        self.refresh_top(deadline)?;
+        let mut total = 0i64;
+        for token in self.cached_top().tokens() {
+            total += codec::int(&self.call_tag("et_tag_count", token, &[], false, deadline)?)?;
+        }
+        Ok(total.max(0) as usize)
+    }
+
+    /// Walks every sub-tree and checks the invariants of the whole index: each sub-tree's
+    /// nodes (on its master), the top's entries against the sub-tree roots' fences, and the
+    /// entry counts. Call it while no writer runs.
+    pub fn try_check(&self) -> Result<(), DistError> {
+        crate::check::check(self)
+    }
+
+    /// Deletes a sub-tree (used for an unused root and by [`DistIndex::destroy`]).
+    pub(crate) fn drop_subtree(&self, root: RootRef, deadline: Instant) -> Result<(), DistError> {
+        let id = root.id.to_string();
+        self.call_tag("et_drop", root.token, &[id.as_bytes()], true, deadline)?;
+        Ok(())
+    }
+
+    /// Deletes the whole index from the cluster: its sub-trees, the markers moves and
+    /// cut-off changes left behind, its top and settings (every key of its tags, found with
+    /// SCAN on every master). Call it when no other client uses the index.
+    pub fn destroy(self) -> Result<(), DistError> {
+        let deadline = self.deadline() + self.options.router.op_timeout * 5;
+        let name = &self.options.name;
+        let mut keys = self.router.scan_keys(&format!("{{et:{name}:*"), deadline)?;
+        keys.extend(
+            self.router
+                .scan_keys(&format!("{{et:{name}}}:*"), deadline)?,
+        );
+        for key in keys {
+            let mut del = redis::cmd("DEL");
+            del.arg(&key);
+            self.router
+                .run(slot_of(&key), &Request::write(vec![del]), deadline)?;
+        }
+        Ok(())
+    }
+}
+
+impl StoredMap for DistIndex {
+    fn unique(&self) -> bool {
+        self.options.unique
+    }
+
+    fn max_key_len(&self) -> usize {
+        self.options.max_key_len
+    }
+
     /// Looks up one stored key (unique keys, or composite keys of a non-unique index).
     fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
         let deadline = self.deadline();
@@ -669,8 +748,8 @@ impl DistIndex {
         let mut contacted = Vec::new();
         let min_fill = (self.options.node_capacity / 4).max(1).to_string();
         let cap = self.options.node_capacity.to_string();
-        let expected = expected.map(u64::to_be_bytes);
-        let expected: &[u8] = expected.as_ref().map_or(&[], |e| &e[..]);
+        // An empty expected tid removes whatever the key maps to.
+        let expected = expected.map_or(Vec::new(), |t| t.to_be_bytes().to_vec());
         let (reply, _) = self.call(
             Position::At(stored),
             true,
@@ -681,14 +760,12 @@ impl DistIndex {
                     "et_del",
                     tag,
                     root,
-                    &[stored, min_fill.as_bytes(), cap.as_bytes(), expected],
+                    &[stored, min_fill.as_bytes(), cap.as_bytes(), &expected],
                 )
             },
         )?;
         self.finish(&contacted);
-        let old = codec::opt_tid(reply.items.first())?;
-        let removed = matches!(reply.items.get(1), Some(v) if codec::bytes_of(v)? == b"1");
-        Ok((old, removed))
+        codec::removal(&reply.items)
     }
 
     /// Scans stored keys within the bounds, calling `visit` with each stored key and tid.
@@ -784,103 +861,6 @@ impl DistIndex {
         }
         self.finish(&contacted);
         Ok(visited)
-    }
-
-    /// The number of entries, summed over the tags of the sub-trees.
-    pub fn try_len(&self) -> Result<usize, DistError> {
-        let deadline = self.deadline();
-        self.refresh_top(deadline)?;
-        let mut total = 0i64;
-        for token in self.cached_top().tokens() {
-            let tag = self.subtree_tag(token);
-            let cmd = codec::fcall("et_tag_count", &format!("{tag}:m"), &[]);
-            let (replies, _) =
-                self.router
-                    .run(slot_of(tag.as_bytes()), &Request::read(vec![cmd]), deadline)?;
-            total += codec::int(&replies[0])?;
-        }
-        Ok(total.max(0) as usize)
-    }
-
-    /// Walks every sub-tree and checks the invariants of the whole index: each sub-tree's
-    /// nodes (on its master), the top's entries against the sub-tree roots' fences, and the
-    /// entry counts. Call it while no writer runs.
-    pub fn try_check(&self) -> Result<(), DistError> {
-        crate::check::check(self)
-    }
-
-    /// Deletes a sub-tree (used for an unused root and by [`DistIndex::destroy`]).
-    pub(crate) fn drop_subtree(&self, root: RootRef, deadline: Instant) -> Result<(), DistError> {
-        let tag = self.subtree_tag(root.token);
-        let id = root.id.to_string();
-        let cmd = codec::fcall(
-            "et_drop",
-            &format!("{tag}:m"),
-            &[tag.as_bytes(), id.as_bytes()],
-        );
-        self.router.run(
-            slot_of(tag.as_bytes()),
-            &Request::write(vec![cmd]),
-            deadline,
-        )?;
-        Ok(())
-    }
-
-    /// Deletes the whole index from the cluster: its sub-trees, the markers moves and
-    /// cut-off changes left behind, its top and settings (every key of its tags, found with
-    /// SCAN on every master). Call it when no other client uses the index.
-    pub fn destroy(self) -> Result<(), DistError> {
-        let deadline = self.deadline() + self.options.router.op_timeout * 5;
-        let name = &self.options.name;
-        let mut keys = self.router.scan_keys(&format!("{{et:{name}:*"), deadline)?;
-        keys.extend(
-            self.router
-                .scan_keys(&format!("{{et:{name}}}:*"), deadline)?,
-        );
-        for key in keys {
-            let mut del = redis::cmd("DEL");
-            del.arg(&key);
-            self.router
-                .run(slot_of(&key), &Request::write(vec![del]), deadline)?;
-        }
-        Ok(())
-    }
-}
-
-impl StoredMap for DistIndex {
-    fn unique(&self) -> bool {
-        self.options.unique
-    }
-
-    fn max_key_len(&self) -> usize {
-        self.options.max_key_len
-    }
-
-    fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
-        DistIndex::get_stored(self, stored)
-    }
-
-    fn put_stored(&self, stored: &[u8], tid: u64, replace: bool) -> Result<Option<u64>, DistError> {
-        DistIndex::put_stored(self, stored, tid, replace)
-    }
-
-    fn remove_stored(
-        &self,
-        stored: &[u8],
-        expected: Option<u64>,
-    ) -> Result<(Option<u64>, bool), DistError> {
-        DistIndex::remove_stored(self, stored, expected)
-    }
-
-    fn scan_stored(
-        &self,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
-        direction: Direction,
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], u64),
-    ) -> Result<usize, DistError> {
-        DistIndex::scan_stored(self, lower, upper, direction, limit, visit)
     }
 }
 

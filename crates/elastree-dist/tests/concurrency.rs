@@ -21,6 +21,44 @@ const PER_WRITER: u64 = 3000;
 /// Keys loaded before the workload and never touched: every scan must see all of them.
 const STABLE: std::ops::Range<u64> = 1_000_000..1_000_300;
 
+/// The keys of a whole-index scan in `direction`, put in ascending order; every key maps to
+/// its own tid.
+fn scanned(index: &dyn Index, direction: Direction) -> Vec<u64> {
+    let mut seen = Vec::new();
+    index
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            direction,
+            usize::MAX,
+            &mut |k, t| {
+                let k = u64::from_be_bytes(k.try_into().unwrap());
+                assert_eq!(k, t, "a key maps to its own tid");
+                seen.push(k);
+            },
+        )
+        .unwrap();
+    if direction == Direction::Descending {
+        seen.reverse();
+    }
+    seen
+}
+
+/// A scan under concurrent writers: strictly ascending (nothing repeated) and holding every
+/// key present throughout.
+fn assert_sound_scan(seen: &[u64]) {
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "scan out of order or repeated"
+    );
+    let stable = seen.iter().filter(|k| STABLE.contains(k)).count();
+    assert_eq!(
+        stable,
+        STABLE.count(),
+        "a scan missed a key present throughout"
+    );
+}
+
 #[test]
 fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
     let cluster = cluster::start(3, 0);
@@ -66,38 +104,12 @@ fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
             s.spawn(move || {
                 let mut scans = 0;
                 while writing.load(Ordering::Relaxed) || scans < 3 {
-                    let mut seen = Vec::new();
                     let direction = if scans % 2 == 0 {
                         Direction::Ascending
                     } else {
                         Direction::Descending
                     };
-                    index
-                        .scan(
-                            Bound::Unbounded,
-                            Bound::Unbounded,
-                            direction,
-                            usize::MAX,
-                            &mut |k, t| {
-                                let k = u64::from_be_bytes(k.try_into().unwrap());
-                                assert_eq!(k, t, "a key maps to its own tid");
-                                seen.push(k);
-                            },
-                        )
-                        .unwrap();
-                    if direction == Direction::Descending {
-                        seen.reverse();
-                    }
-                    assert!(
-                        seen.windows(2).all(|w| w[0] < w[1]),
-                        "scan out of order or repeated"
-                    );
-                    let stable = seen.iter().filter(|k| STABLE.contains(k)).count();
-                    assert_eq!(
-                        stable,
-                        STABLE.count(),
-                        "a scan missed a key present throughout"
-                    );
+                    assert_sound_scan(&scanned(&index, direction));
                     scans += 1;
                 }
             });
@@ -120,16 +132,7 @@ fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
     });
     let check = connect(2);
     check.check().unwrap();
-    let mut all = Vec::new();
-    check
-        .scan(
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Ascending,
-            usize::MAX,
-            &mut |k, _| all.push(u64::from_be_bytes(k.try_into().unwrap())),
-        )
-        .unwrap();
+    let all = scanned(&check, Direction::Ascending);
     let want: Vec<u64> = expected.iter().copied().chain(STABLE).collect();
     assert_eq!(all, want, "every acknowledged key exactly once");
     assert_eq!(check.len(), want.len());
@@ -175,26 +178,7 @@ fn the_baseline_under_concurrent_writers_and_scanners() {
         let writing = &writing;
         s.spawn(move || {
             while writing.load(Ordering::Relaxed) {
-                let mut seen = Vec::new();
-                index
-                    .scan(
-                        Bound::Unbounded,
-                        Bound::Unbounded,
-                        Direction::Ascending,
-                        usize::MAX,
-                        &mut |k, _| seen.push(u64::from_be_bytes(k.try_into().unwrap())),
-                    )
-                    .unwrap();
-                assert!(
-                    seen.windows(2).all(|w| w[0] < w[1]),
-                    "scan out of order or repeated"
-                );
-                let stable = seen.iter().filter(|k| STABLE.contains(k)).count();
-                assert_eq!(
-                    stable,
-                    STABLE.count(),
-                    "a scan missed a key present throughout"
-                );
+                assert_sound_scan(&scanned(&index, Direction::Ascending));
             }
         });
         for w in writers {
@@ -204,16 +188,7 @@ fn the_baseline_under_concurrent_writers_and_scanners() {
     });
     let check = connect();
     check.check().unwrap();
-    let mut all = Vec::new();
-    check
-        .scan(
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Ascending,
-            usize::MAX,
-            &mut |k, _| all.push(u64::from_be_bytes(k.try_into().unwrap())),
-        )
-        .unwrap();
+    let all = scanned(&check, Direction::Ascending);
     let want: Vec<u64> = (0..PER_WRITER / 3 * WRITERS).chain(STABLE).collect();
     assert_eq!(all, want, "every acknowledged key exactly once");
     assert!(check.height().unwrap() >= 4, "small nodes make a tall tree");
