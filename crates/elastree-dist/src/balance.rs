@@ -132,7 +132,7 @@ impl DistIndex {
             };
             let id = root.id.to_string();
             let reply = self.call_tag("et_lower", root.token, &[id.as_bytes()], true, deadline)?;
-            let reply = codec::Reply::parse(&reply)?;
+            let reply = codec::Reply::parse(reply)?;
             match reply.status.as_str() {
                 "LOWERED" => {
                     let children = codec::children(&reply.items, root.token)?;

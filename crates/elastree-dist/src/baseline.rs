@@ -19,144 +19,9 @@ use crate::adapter::{index_via_stored_map, StoredMap};
 use crate::codec;
 use crate::error::DistError;
 use crate::index::DistOptions;
+use crate::node::{NodeData, NodeView};
 use crate::router::{Request, Router};
 use crate::slots::slot_of;
-
-/// A tree node as stored (MessagePack, the layout of `tree.lua`).
-#[derive(Debug, Clone, PartialEq)]
-struct Node {
-    level: u64,
-    lo: Vec<u8>,
-    /// `None`: plus infinity.
-    hi: Option<Vec<u8>>,
-    right: u64,
-    keys: Vec<Vec<u8>>,
-    /// Leaf: 8-byte tids. Inner: child ids (as big-endian u64 bytes here).
-    vals: Vec<Val>,
-    version: u64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Val {
-    Tid(Vec<u8>),
-    Child(u64),
-}
-
-impl Node {
-    fn decode(bytes: &[u8]) -> Result<Node, DistError> {
-        let bad = |what: &str| DistError::Corrupt(format!("baseline node: {what}"));
-        let value = rmpv::decode::read_value(&mut &bytes[..]).map_err(|e| bad(&e.to_string()))?;
-        let rmpv::Value::Array(f) = value else {
-            return Err(bad("not an array"));
-        };
-        let int = |v: &rmpv::Value| v.as_u64().ok_or_else(|| bad("expected an integer"));
-        let raw = |v: &rmpv::Value| match v {
-            rmpv::Value::String(s) => Ok(s.as_bytes().to_vec()),
-            rmpv::Value::Binary(b) => Ok(b.clone()),
-            _ => Err(bad("expected a string")),
-        };
-        let list = |v: &rmpv::Value| match v {
-            rmpv::Value::Array(a) => Ok(a.clone()),
-            rmpv::Value::Map(m) if m.is_empty() => Ok(Vec::new()),
-            _ => Err(bad("expected an array")),
-        };
-        if f.len() < 6 {
-            return Err(bad("too few fields"));
-        }
-        let level = int(&f[0])?;
-        let hi = match &f[2] {
-            rmpv::Value::Boolean(false) => None,
-            v => Some(raw(v)?),
-        };
-        let keys = list(&f[4])?
-            .iter()
-            .map(raw)
-            .collect::<Result<Vec<_>, _>>()?;
-        let vals = list(&f[5])?
-            .iter()
-            .map(|v| {
-                if level == 0 {
-                    raw(v).map(Val::Tid)
-                } else {
-                    int(v).map(Val::Child)
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Node {
-            level,
-            lo: raw(&f[1])?,
-            hi,
-            right: int(&f[3])?,
-            keys,
-            vals,
-            version: f.get(7).and_then(rmpv::Value::as_u64).unwrap_or(0),
-        })
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let w = &mut out;
-        // Writing to a Vec cannot fail.
-        let str = |w: &mut Vec<u8>, b: &[u8]| {
-            rmp::encode::write_str_len(w, b.len() as u32).expect("vec write");
-            w.extend_from_slice(b);
-        };
-        rmp::encode::write_array_len(w, 8).expect("vec write");
-        rmp::encode::write_uint(w, self.level).expect("vec write");
-        str(w, &self.lo);
-        match &self.hi {
-            Some(hi) => str(w, hi),
-            None => rmp::encode::write_bool(w, false).expect("vec write"),
-        }
-        rmp::encode::write_uint(w, self.right).expect("vec write");
-        rmp::encode::write_array_len(w, self.keys.len() as u32).expect("vec write");
-        for k in &self.keys {
-            str(w, k);
-        }
-        rmp::encode::write_array_len(w, self.vals.len() as u32).expect("vec write");
-        for v in &self.vals {
-            match v {
-                Val::Tid(t) => str(w, t),
-                Val::Child(c) => {
-                    rmp::encode::write_uint(w, *c).expect("vec write");
-                }
-            }
-        }
-        rmp::encode::write_uint(w, 0).expect("vec write");
-        rmp::encode::write_uint(w, self.version).expect("vec write");
-        out
-    }
-
-    /// Whether the position (key, strict) lies beyond the high fence (see `tree.lua`).
-    fn beyond_high(&self, key: Option<&[u8]>, strict: bool) -> bool {
-        match (&self.hi, key) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(hi), Some(k)) => {
-                if strict {
-                    hi.as_slice() < k
-                } else {
-                    hi.as_slice() <= k
-                }
-            }
-        }
-    }
-
-    /// The child covering the position.
-    fn child_for(&self, key: Option<&[u8]>, strict: bool) -> Result<u64, DistError> {
-        let i = match key {
-            None => self.vals.len() - 1,
-            Some(k) if strict => self.keys.partition_point(|s| s.as_slice() < k),
-            Some(k) => self.keys.partition_point(|s| s.as_slice() <= k),
-        };
-        match self.vals.get(i) {
-            Some(Val::Child(c)) => Ok(*c),
-            _ => Err(DistError::Corrupt(
-                "baseline inner node without that child".into(),
-            )),
-        }
-    }
-}
 
 /// The Baseline tree on a cluster. See the module docs.
 pub struct BaselineIndex {
@@ -263,14 +128,14 @@ impl BaselineIndex {
         }
         if self.read_root(deadline, &mut contacted)? == 0 {
             let id = self.new_id(deadline, &mut contacted)?;
-            let leaf = Node {
+            let leaf = NodeData {
                 level: 0,
-                lo: Vec::new(),
-                hi: None,
+                flags: 0,
                 right: 0,
+                low: Vec::new(),
+                high: None,
                 keys: Vec::new(),
                 vals: Vec::new(),
-                version: 0,
             };
             self.put_node(id, &leaf, deadline, &mut contacted)?;
             let root_key = self.key("root");
@@ -303,7 +168,7 @@ impl BaselineIndex {
     fn put_node(
         &self,
         id: u64,
-        node: &Node,
+        node: &NodeData,
         deadline: Instant,
         contacted: &mut Vec<String>,
     ) -> Result<(), DistError> {
@@ -314,20 +179,20 @@ impl BaselineIndex {
         Ok(())
     }
 
-    /// Reads a node: its bytes (for compare-and-set) and its decoded form.
+    /// Reads a node's bytes (checked by [`NodeView::parse`] before they are returned).
     fn read_node(
         &self,
         id: u64,
         deadline: Instant,
         contacted: &mut Vec<String>,
-    ) -> Result<(Vec<u8>, Node), DistError> {
+    ) -> Result<Vec<u8>, DistError> {
         let key = self.node_key(id);
         let mut get = redis::cmd("GET");
         get.arg(&key);
         match self.run(&key, get, false, deadline, contacted)? {
             Value::BulkString(bytes) => {
-                let node = Node::decode(&bytes)?;
-                Ok((bytes, node))
+                NodeView::parse(&bytes)?;
+                Ok(bytes)
             }
             other => Err(DistError::Corrupt(format!(
                 "baseline node {id} missing ({other:?})"
@@ -337,28 +202,29 @@ impl BaselineIndex {
 
     /// Walks from the root to the node at `level` covering the position, one node per
     /// round trip, moving right where a split moved the position. Returns the path of ids
-    /// (root first) and that node.
+    /// (root first), that node's id and its bytes.
     fn descend(
         &self,
         key: Option<&[u8]>,
         strict: bool,
-        level: u64,
+        level: u8,
         deadline: Instant,
         contacted: &mut Vec<String>,
-    ) -> Result<(Vec<u64>, u64, Node), DistError> {
+    ) -> Result<(Vec<u64>, u64, Vec<u8>), DistError> {
         let mut id = self.root.load(Ordering::Relaxed);
         let mut path = Vec::new();
         loop {
-            let (_, mut node) = self.read_node(id, deadline, contacted)?;
-            while node.beyond_high(key, strict) {
-                id = node.right;
-                node = self.read_node(id, deadline, contacted)?.1;
+            let mut bytes = self.read_node(id, deadline, contacted)?;
+            while beyond_high(&NodeView::parse(&bytes)?, key, strict) {
+                id = u64::from(NodeView::parse(&bytes)?.right());
+                bytes = self.read_node(id, deadline, contacted)?;
             }
-            if node.level <= level {
-                return Ok((path, id, node));
+            let node = NodeView::parse(&bytes)?;
+            if node.level() <= level {
+                return Ok((path, id, bytes));
             }
             path.push(id);
-            id = node.child_for(key, strict)?;
+            id = u64::from(node.child(child_for(&node, key, strict)));
         }
     }
 
@@ -371,43 +237,32 @@ impl BaselineIndex {
         deadline: Instant,
         contacted: &mut Vec<String>,
     ) -> Result<(), DistError> {
-        let (bytes, node) = self.read_node(id, deadline, contacted)?;
+        let bytes = self.read_node(id, deadline, contacted)?;
+        let node = NodeData::from_view(&NodeView::parse(&bytes)?);
         let cap = self.options.node_capacity;
-        let size = if node.level == 0 {
-            node.keys.len()
-        } else {
-            node.vals.len()
-        };
-        if size < cap {
+        if node.keys.len() < cap {
             return Ok(()); // someone split it already
         }
+        // Both halves keep whole entries: an inner node's right half starts with the entry
+        // whose key is the separator (its low fence).
         let mut left = node.clone();
-        let (sep, right_keys, right_vals) = if node.level == 0 {
-            let half = node.keys.len() / 2;
-            let rk = left.keys.split_off(half);
-            let rv = left.vals.split_off(half);
-            (rk[0].clone(), rk, rv)
-        } else {
-            let h = node.vals.len() / 2;
-            let rk = left.keys.split_off(h);
-            let rv = left.vals.split_off(h);
-            let sep = left.keys.pop().expect("an inner node holds separators");
-            (sep, rk, rv)
-        };
+        let half = node.keys.len() / 2;
+        let right_keys = left.keys.split_off(half);
+        let right_vals = left.vals.split_off(half);
+        let sep = right_keys[0].clone();
         let right_id = self.new_id(deadline, contacted)?;
-        let right = Node {
+        let right = NodeData {
             level: node.level,
-            lo: sep.clone(),
-            hi: node.hi.clone(),
+            flags: 0,
             right: node.right,
+            low: sep.clone(),
+            high: node.high.clone(),
             keys: right_keys,
             vals: right_vals,
-            version: 0,
         };
         self.put_node(right_id, &right, deadline, contacted)?;
-        left.hi = Some(sep.clone());
-        left.right = right_id;
-        left.version += 1;
+        left.high = Some(sep.clone());
+        left.right = node_id(right_id)?;
         let key = self.node_key(id);
         let cas = codec::fcall("etb_cas", &key, &[&bytes, &left.encode()]);
         if codec::bytes_of(&self.run(&key, cas, true, deadline, contacted)?)? != b"OK" {
@@ -419,14 +274,14 @@ impl BaselineIndex {
         // Post (sep, right_id) one level up.
         if path.is_empty() && self.root.load(Ordering::Relaxed) == id {
             let root_id = self.new_id(deadline, contacted)?;
-            let root = Node {
+            let root = NodeData {
                 level: node.level + 1,
-                lo: Vec::new(),
-                hi: None,
+                flags: 0,
                 right: 0,
-                keys: vec![sep.clone()],
-                vals: vec![Val::Child(id), Val::Child(right_id)],
-                version: 0,
+                low: Vec::new(),
+                high: None,
+                keys: vec![Vec::new(), sep.clone()],
+                vals: vec![id, right_id],
             };
             self.put_node(root_id, &root, deadline, contacted)?;
             let root_key = self.key("root");
@@ -535,7 +390,8 @@ impl BaselineIndex {
         let mut contacted = Vec::new();
         let deadline = self.deadline();
         let root = self.read_root(deadline, &mut contacted)?;
-        Ok(self.read_node(root, deadline, &mut contacted)?.1.level + 1)
+        let bytes = self.read_node(root, deadline, &mut contacted)?;
+        Ok(u64::from(NodeView::parse(&bytes)?.level()) + 1)
     }
 
     /// Deletes the whole tree from the cluster.
@@ -544,25 +400,20 @@ impl BaselineIndex {
         let mut contacted = Vec::new();
         let root = self.read_root(deadline, &mut contacted)?;
         let mut level_start = root;
-        loop {
-            let (_, first) = self.read_node(level_start, deadline, &mut contacted)?;
-            let below = match first.vals.first() {
-                Some(Val::Child(c)) if first.level > 0 => Some(*c),
-                _ => None,
-            };
+        while level_start != 0 {
+            let first = self.read_node(level_start, deadline, &mut contacted)?;
+            let first = NodeView::parse(&first)?;
+            let below = (!first.is_leaf() && first.len() > 0).then(|| u64::from(first.child(0)));
             let mut id = level_start;
             while id != 0 {
-                let (_, node) = self.read_node(id, deadline, &mut contacted)?;
+                let bytes = self.read_node(id, deadline, &mut contacted)?;
                 let key = self.node_key(id);
                 let mut del = redis::cmd("DEL");
                 del.arg(&key);
                 self.run(&key, del, true, deadline, &mut contacted)?;
-                id = node.right;
+                id = u64::from(NodeView::parse(&bytes)?.right());
             }
-            match below {
-                Some(c) => level_start = c,
-                None => break,
-            }
+            level_start = below.unwrap_or(0);
         }
         for suffix in ["root", "next", "conf"] {
             let key = self.key(suffix);
@@ -573,66 +424,82 @@ impl BaselineIndex {
         Ok(())
     }
 
-    /// Walks every level left to right and checks order, fences and the links between
-    /// parents and children; returns the number of entries.
+    /// Walks every level left to right and checks each node's own invariants, levels,
+    /// capacities, and that the right links of a level cover the key space without gaps;
+    /// returns the number of entries.
     fn walk_check(&self) -> Result<usize, DistError> {
         let deadline = self.deadline() + self.options.router.op_timeout * 10;
         let mut contacted = Vec::new();
         let root = self.read_root(deadline, &mut contacted)?;
-        let mut level_ids = vec![root];
+        let mut level_start = root;
         let mut entries = 0;
         loop {
-            let mut next_level = Vec::new();
-            let mut prev_hi: Option<Vec<u8>> = Some(Vec::new());
+            let mut below = None;
+            let mut prev_high: Option<Vec<u8>> = Some(Vec::new());
             // Follow right links from the level's first node; they must cover the key space.
-            let mut id = level_ids[0];
+            let mut id = level_start;
             let mut level = None;
             while id != 0 {
-                let (_, node) = self.read_node(id, deadline, &mut contacted)?;
-                if *level.get_or_insert(node.level) != node.level {
-                    return Err(DistError::Corrupt(format!(
-                        "baseline node {id}: level mismatch"
-                    )));
+                let bytes = self.read_node(id, deadline, &mut contacted)?;
+                let node = NodeView::parse(&bytes)?;
+                let bad = |what: &str| DistError::Corrupt(format!("baseline node {id}: {what}"));
+                if *level.get_or_insert(node.level()) != node.level() {
+                    return Err(bad("level differs from its left neighbour's"));
                 }
-                if prev_hi.as_ref() != Some(&node.lo) {
-                    return Err(DistError::Corrupt(format!(
-                        "baseline node {id}: low fence differs from its left neighbour's high fence"
-                    )));
+                if prev_high.as_deref() != Some(node.low()) {
+                    return Err(bad(
+                        "low fence differs from its left neighbour's high fence",
+                    ));
                 }
-                if !node.keys.windows(2).all(|w| w[0] < w[1]) {
-                    return Err(DistError::Corrupt(format!(
-                        "baseline node {id}: keys out of order"
-                    )));
+                node.validate().map_err(|e| bad(&e))?;
+                if node.len() > self.options.node_capacity {
+                    return Err(bad("over its capacity"));
                 }
-                let inside = |k: &Vec<u8>| *k >= node.lo && node.hi.as_ref().is_none_or(|h| k < h);
-                if !node.keys.iter().all(inside) {
-                    return Err(DistError::Corrupt(format!(
-                        "baseline node {id}: key outside fences"
-                    )));
+                if node.is_leaf() {
+                    entries += node.len();
+                } else if below.is_none() {
+                    below = Some(u64::from(node.child(0)));
                 }
-                if node.level == 0 {
-                    entries += node.keys.len();
-                } else {
-                    for v in &node.vals {
-                        if let Val::Child(c) = v {
-                            next_level.push(*c);
-                        }
-                    }
-                }
-                prev_hi = node.hi.clone();
-                id = node.right;
+                prev_high = node.high().map(<[u8]>::to_vec);
+                id = u64::from(node.right());
             }
-            if prev_hi.is_some() {
+            if prev_high.is_some() {
                 return Err(DistError::Corrupt(
                     "a baseline level does not end at +inf".into(),
                 ));
             }
-            if level == Some(0) || next_level.is_empty() {
-                return Ok(entries);
+            match below {
+                Some(first) if level != Some(0) => level_start = first,
+                _ => return Ok(entries),
             }
-            level_ids = next_level;
         }
     }
+}
+
+/// A node id as nodes store it (u32).
+fn node_id(id: u64) -> Result<u32, DistError> {
+    u32::try_from(id).map_err(|_| DistError::Corrupt(format!("node id {id} beyond u32")))
+}
+
+/// Whether the position (key, strict) lies beyond the node's high fence (see `tree.lua`;
+/// `None` is +infinity).
+fn beyond_high(node: &NodeView<'_>, key: Option<&[u8]>, strict: bool) -> bool {
+    match (node.high(), key) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(hi), Some(k)) if strict => hi < k,
+        (Some(hi), Some(k)) => hi <= k,
+    }
+}
+
+/// The entry of an inner node whose child covers the position.
+fn child_for(node: &NodeView<'_>, key: Option<&[u8]>, strict: bool) -> usize {
+    let i = match key {
+        None => node.len(),
+        Some(k) if strict => node.lower_bound(k),
+        Some(k) => node.upper_bound(k),
+    };
+    i.saturating_sub(1)
 }
 
 impl StoredMap for BaselineIndex {
@@ -647,17 +514,12 @@ impl StoredMap for BaselineIndex {
     fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
         let deadline = self.deadline();
         let mut contacted = Vec::new();
-        let (_, _, leaf) = self.descend(Some(stored), false, 0, deadline, &mut contacted)?;
+        let (_, _, bytes) = self.descend(Some(stored), false, 0, deadline, &mut contacted)?;
         self.operations.fetch_add(1, Ordering::Relaxed);
         self.masters_contacted
             .fetch_add(contacted.len() as u64, Ordering::Relaxed);
-        match leaf.keys.binary_search_by(|k| k.as_slice().cmp(stored)) {
-            Ok(i) => match &leaf.vals[i] {
-                Val::Tid(t) => codec::tid_of(&Value::BulkString(t.clone())).map(Some),
-                Val::Child(_) => Err(DistError::Corrupt("a leaf with a child".into())),
-            },
-            Err(_) => Ok(None),
-        }
+        let leaf = NodeView::parse(&bytes)?;
+        Ok(leaf.find(stored).map(|i| leaf.tid(i)))
     }
 
     fn put_stored(&self, stored: &[u8], tid: u64, replace: bool) -> Result<Option<u64>, DistError> {
@@ -703,33 +565,31 @@ impl StoredMap for BaselineIndex {
             Bound::Unbounded => true,
         };
         let mut visited = 0;
-        let tid = |v: &Val| match v {
-            Val::Tid(t) => codec::tid_of(&Value::BulkString(t.clone())),
-            Val::Child(_) => Err(DistError::Corrupt("a leaf with a child".into())),
-        };
         match direction {
             Direction::Ascending => {
                 let start: &[u8] = match &lower {
                     Bound::Included(b) | Bound::Excluded(b) => b,
                     Bound::Unbounded => &[],
                 };
-                let (_, _, mut leaf) =
+                let (_, _, mut bytes) =
                     self.descend(Some(start), false, 0, deadline, &mut contacted)?;
                 'leaves: loop {
-                    for (k, v) in leaf.keys.iter().zip(&leaf.vals) {
-                        if !in_lower(k) {
+                    let leaf = NodeView::parse(&bytes)?;
+                    for i in 0..leaf.len() {
+                        let k = leaf.key(i);
+                        if !in_lower(&k) {
                             continue;
                         }
-                        if !in_upper(k) || visited == limit {
+                        if !in_upper(&k) || visited == limit {
                             break 'leaves;
                         }
-                        visit(k, tid(v)?);
+                        visit(&k, leaf.tid(i));
                         visited += 1;
                     }
-                    if leaf.right == 0 || visited == limit {
+                    if leaf.right() == 0 || visited == limit {
                         break;
                     }
-                    leaf = self.read_node(leaf.right, deadline, &mut contacted)?.1;
+                    bytes = self.read_node(u64::from(leaf.right()), deadline, &mut contacted)?;
                 }
             }
             Direction::Descending => {
@@ -739,22 +599,24 @@ impl StoredMap for BaselineIndex {
                     Bound::Unbounded => (None, false),
                 };
                 'back: loop {
-                    let (_, _, leaf) =
+                    let (_, _, bytes) =
                         self.descend(key.as_deref(), strict, 0, deadline, &mut contacted)?;
-                    for (k, v) in leaf.keys.iter().zip(&leaf.vals).rev() {
-                        if !in_upper(k) {
+                    let leaf = NodeView::parse(&bytes)?;
+                    for i in (0..leaf.len()).rev() {
+                        let k = leaf.key(i);
+                        if !in_upper(&k) {
                             continue;
                         }
-                        if !in_lower(k) || visited == limit {
+                        if !in_lower(&k) || visited == limit {
                             break 'back;
                         }
-                        visit(k, tid(v)?);
+                        visit(&k, leaf.tid(i));
                         visited += 1;
                     }
-                    if leaf.lo.is_empty() || visited == limit {
+                    if leaf.low().is_empty() || visited == limit {
                         break;
                     }
-                    key = Some(leaf.lo.clone());
+                    key = Some(leaf.low().to_vec());
                     strict = true;
                 }
             }
@@ -781,32 +643,3 @@ impl BaselineIndex {
 }
 
 index_via_stored_map!(BaselineIndex, IndexKind::DistBaseline);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nodes_round_trip_through_messagepack() {
-        let leaf = Node {
-            level: 0,
-            lo: b"a".to_vec(),
-            hi: None,
-            right: 7,
-            keys: vec![b"a".to_vec(), b"b\xff\0".to_vec()],
-            vals: vec![Val::Tid(vec![0; 8]), Val::Tid(vec![1; 8])],
-            version: 3,
-        };
-        assert_eq!(Node::decode(&leaf.encode()).unwrap(), leaf);
-        let inner = Node {
-            level: 2,
-            lo: Vec::new(),
-            hi: Some(b"zz".to_vec()),
-            right: 0,
-            keys: vec![b"m".to_vec()],
-            vals: vec![Val::Child(1), Val::Child(1 << 40)],
-            version: 0,
-        };
-        assert_eq!(Node::decode(&inner.encode()).unwrap(), inner);
-    }
-}

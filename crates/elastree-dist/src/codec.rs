@@ -1,8 +1,6 @@
 //! The wire between the client and the function library: building `FCALL`s, reading their
 //! replies, and the stored form of keys.
 
-use std::ops::Bound;
-
 use redis::Value;
 
 use crate::error::DistError;
@@ -45,8 +43,9 @@ pub(crate) struct Reply {
 static NIL: Value = Value::Nil;
 
 impl Reply {
-    pub fn parse(v: &Value) -> Result<Reply, DistError> {
-        let Value::Array(parts) = v else {
+    /// Reads a reply, taking its items without copying them.
+    pub fn parse(v: Value) -> Result<Reply, DistError> {
+        let Value::Array(mut parts) = v else {
             return Err(DistError::Corrupt(format!(
                 "unexpected function reply {v:?}"
             )));
@@ -61,17 +60,32 @@ impl Reply {
             None | Some(Value::Nil) => 0,
             Some(v) => u64_of(v)?,
         };
+        let items = if parts.len() > 3 {
+            parts.split_off(3)
+        } else {
+            Vec::new()
+        };
         Ok(Reply {
             status,
             hint_sep,
             hint_id,
-            items: parts.get(3..).map(<[Value]>::to_vec).unwrap_or_default(),
+            items,
         })
     }
 
     /// Item `i`, or nil.
     pub fn item(&self, i: usize) -> &Value {
         self.items.get(i).unwrap_or(&NIL)
+    }
+}
+
+/// A bulk string reply's bytes, borrowed.
+pub(crate) fn bytes_ref(v: &Value) -> Result<&[u8], DistError> {
+    match v {
+        Value::BulkString(b) => Ok(b),
+        other => Err(DistError::Corrupt(format!(
+            "expected a string, got {other:?}"
+        ))),
     }
 }
 
@@ -174,15 +188,6 @@ pub(crate) fn children(items: &[Value], token: u64) -> Result<Vec<(Vec<u8>, Root
         return Err(DistError::Corrupt("a lowered root without children".into()));
     }
     Ok(out)
-}
-
-/// A scan bound as the three arguments et_scan takes: has, key, inclusive.
-pub(crate) fn bound_args(b: &Bound<Vec<u8>>) -> (&'static [u8], &[u8], &'static [u8]) {
-    match b {
-        Bound::Included(k) => (b"1", k, b"1"),
-        Bound::Excluded(k) => (b"1", k, b"0"),
-        Bound::Unbounded => (b"0", b"", b"0"),
-    }
 }
 
 /// The stored key of a non-unique index's pair: the key with every 0x00 escaped as

@@ -15,6 +15,7 @@ use redis::Value;
 use crate::adapter::{index_via_stored_map, StoredMap};
 use crate::codec::{self, Reply};
 use crate::error::DistError;
+use crate::node::NodeView;
 use crate::router::{Request, Router, RouterOptions};
 use crate::slots::slot_of;
 use crate::top::{Top, TopEntry};
@@ -544,13 +545,13 @@ impl DistIndex {
             } else {
                 Request::read(vec![cmd])
             };
-            let (replies, addr) = self
-                .router
-                .run(slot_of(tag.as_bytes()), &request, deadline)?;
+            let (mut replies, addr) =
+                self.router
+                    .run(slot_of(tag.as_bytes()), &request, deadline)?;
             if !contacted.contains(&addr) {
                 contacted.push(addr);
             }
-            let reply = Reply::parse(&replies[0])?;
+            let reply = Reply::parse(replies.swap_remove(0))?;
             match reply.status.as_str() {
                 "FWD" => {
                     self.stale_routes.fetch_add(1, Ordering::Relaxed);
@@ -676,7 +677,8 @@ impl StoredMap for DistIndex {
         self.options.max_key_len
     }
 
-    /// Looks up one stored key (unique keys, or composite keys of a non-unique index).
+    /// Looks up one stored key (unique keys, or composite keys of a non-unique index): the
+    /// sub-tree's function returns the leaf covering it, searched here.
     fn get_stored(&self, stored: &[u8]) -> Result<Option<u64>, DistError> {
         let deadline = self.deadline();
         let mut contacted = Vec::new();
@@ -688,7 +690,8 @@ impl StoredMap for DistIndex {
             &|tag, root| codec::subtree_call("et_get", tag, root, &[stored]),
         )?;
         self.finish(&contacted);
-        codec::opt_tid(reply.items.first())
+        let leaf = NodeView::parse(codec::bytes_ref(reply.item(0))?)?;
+        Ok(leaf.find(stored).map(|i| leaf.tid(i)))
     }
 
     /// Inserts a stored key; `replace`: insert or replace, else insert only if absent.
@@ -769,6 +772,10 @@ impl StoredMap for DistIndex {
     }
 
     /// Scans stored keys within the bounds, calling `visit` with each stored key and tid.
+    /// Each call of the sub-tree's function returns the leaf covering the scan's position and
+    /// the leaves after it (in the scan's direction) inside that sub-tree, atomically; their
+    /// entries are read here, and the next call starts where the last leaf ends, so keys
+    /// never repeat or go backwards and a key present throughout is never skipped.
     fn scan_stored(
         &self,
         lower: Bound<Vec<u8>>,
@@ -779,39 +786,36 @@ impl StoredMap for DistIndex {
     ) -> Result<usize, DistError> {
         let deadline = self.deadline();
         let mut contacted = Vec::new();
-        let (mut lower, mut upper) = (lower, upper);
+        let ascending = direction == Direction::Ascending;
+        // The bound the scan moves away from (`from`) advances after each call; the other
+        // one (`to`) ends the scan.
+        let (mut from, to) = if ascending {
+            (lower, upper)
+        } else {
+            (upper, lower)
+        };
         let mut visited = 0;
         while visited < limit {
-            let chunk = (limit - visited).min(self.options.scan_chunk);
-            let position_key;
-            let position = match direction {
-                Direction::Ascending => match &lower {
-                    Bound::Included(k) | Bound::Excluded(k) => {
-                        position_key = k.clone();
-                        Position::At(&position_key)
-                    }
-                    Bound::Unbounded => Position::At(&[]),
-                },
-                Direction::Descending => match &upper {
-                    Bound::Included(k) => {
-                        position_key = k.clone();
-                        Position::At(&position_key)
-                    }
-                    Bound::Excluded(k) => {
-                        position_key = k.clone();
-                        Position::Below(&position_key)
-                    }
-                    Bound::Unbounded => Position::End,
-                },
+            let max = (limit - visited).min(self.options.scan_chunk).to_string();
+            let (position, pos_key, strict): (Position<'_>, &[u8], bool) = match (&from, ascending)
+            {
+                (Bound::Included(k), _) => (Position::At(k), k, false),
+                (Bound::Excluded(k), true) => (Position::At(k), k, false),
+                (Bound::Excluded(k), false) => (Position::Below(k), k, true),
+                (Bound::Unbounded, true) => (Position::At(&[]), &[], false),
+                (Bound::Unbounded, false) => (Position::End, &[], false),
             };
-            let dir = if direction == Direction::Ascending {
-                "a"
+            let pos_has: &[u8] = if matches!(from, Bound::Unbounded) {
+                b"0"
             } else {
-                "d"
+                b"1"
             };
-            let chunk_s = chunk.to_string();
-            let (lo_has, lo_key, lo_incl) = codec::bound_args(&lower);
-            let (hi_has, hi_key, hi_incl) = codec::bound_args(&upper);
+            let (stop_has, stop_key): (&[u8], &[u8]) = match &to {
+                Bound::Included(k) | Bound::Excluded(k) => (b"1", k),
+                Bound::Unbounded => (b"0", b""),
+            };
+            let dir: &[u8] = if ascending { b"a" } else { b"d" };
+            let strict: &[u8] = if strict { b"1" } else { b"0" };
             let (reply, _) =
                 self.call(position, false, deadline, &mut contacted, &|tag, root| {
                     codec::subtree_call(
@@ -819,49 +823,86 @@ impl StoredMap for DistIndex {
                         tag,
                         root,
                         &[
-                            dir.as_bytes(),
-                            chunk_s.as_bytes(),
-                            lo_has,
-                            lo_key,
-                            lo_incl,
-                            hi_has,
-                            hi_key,
-                            hi_incl,
+                            dir,
+                            max.as_bytes(),
+                            pos_has,
+                            pos_key,
+                            strict,
+                            stop_has,
+                            stop_key,
                         ],
                     )
                 })?;
-            let next = codec::bytes_of(reply.item(0))?;
-            let mut last: Option<Vec<u8>> = None;
-            for pair in reply.items[1..].chunks(2) {
-                let key = codec::bytes_of(&pair[0])?;
-                let tid = codec::tid_of(&pair[1])?;
-                visit(&key, tid);
-                visited += 1;
-                last = Some(key);
+            let mut finished = false;
+            let mut next = None;
+            for item in &reply.items {
+                let leaf = NodeView::parse(codec::bytes_ref(item)?)?;
+                if visit_leaf(&leaf, &from, &to, ascending, limit, &mut visited, visit) {
+                    finished = true;
+                    break;
+                }
+                next = Some(if ascending {
+                    leaf.high().map(|h| Bound::Included(h.to_vec()))
+                } else {
+                    (!leaf.low().is_empty()).then(|| Bound::Excluded(leaf.low().to_vec()))
+                });
             }
-            match reply.status.as_str() {
-                "END" => break,
-                "LIMIT" => {
-                    let Some(last) = last else { break };
-                    match direction {
-                        Direction::Ascending => lower = Bound::Excluded(last),
-                        Direction::Descending => upper = Bound::Excluded(last),
-                    }
-                }
-                "NEXT" => match direction {
-                    Direction::Ascending => lower = Bound::Included(next),
-                    Direction::Descending => upper = Bound::Excluded(next),
-                },
-                other => {
-                    return Err(DistError::Corrupt(format!(
-                        "unexpected scan status {other}"
-                    )))
-                }
+            match next {
+                Some(Some(bound)) if !finished => from = bound,
+                _ => break,
             }
         }
         self.finish(&contacted);
         Ok(visited)
     }
+}
+
+/// Visits a scanned leaf's entries that lie between `from` and `to`, in the scan's
+/// direction, until `limit` visits in all. Returns true when the scan is over (the limit is
+/// reached or an entry lies past `to`).
+fn visit_leaf(
+    leaf: &NodeView<'_>,
+    from: &Bound<Vec<u8>>,
+    to: &Bound<Vec<u8>>,
+    ascending: bool,
+    limit: usize,
+    visited: &mut usize,
+    visit: &mut dyn FnMut(&[u8], u64),
+) -> bool {
+    use std::cmp::Ordering::{Greater, Less};
+    let n = leaf.len();
+    // Entries on the scan's side of `from`: [start, n) ascending, [0, end) descending.
+    let edge = match (from, ascending) {
+        (Bound::Included(k), true) => leaf.lower_bound(k),
+        (Bound::Excluded(k), true) => leaf.upper_bound(k),
+        (Bound::Included(k), false) => leaf.upper_bound(k),
+        (Bound::Excluded(k), false) => leaf.lower_bound(k),
+        (Bound::Unbounded, true) => 0,
+        (Bound::Unbounded, false) => n,
+    };
+    let past_to = |i: usize| match to {
+        Bound::Included(k) => leaf.cmp_key(i, k) == if ascending { Greater } else { Less },
+        Bound::Excluded(k) => leaf.cmp_key(i, k) != if ascending { Less } else { Greater },
+        Bound::Unbounded => false,
+    };
+    let mut key = Vec::new();
+    let mut take = |i: usize| {
+        if *visited == limit || past_to(i) {
+            return true;
+        }
+        key.clear();
+        key.extend_from_slice(leaf.prefix());
+        key.extend_from_slice(leaf.suffix(i));
+        visit(&key, leaf.tid(i));
+        *visited += 1;
+        false
+    };
+    let stopped = if ascending {
+        (edge..n).any(&mut take)
+    } else {
+        (0..edge).rev().any(&mut take)
+    };
+    stopped || *visited == limit
 }
 
 impl DistIndex {

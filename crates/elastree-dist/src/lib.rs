@@ -9,6 +9,11 @@
 //! - **Execution migration.** Everything an operation does below the cut-off runs as one
 //!   Redis Function (`tree.lua`, loaded on every master when a client connects) on the master
 //!   owning the sub-tree: one round trip, atomic.
+//! - **Nodes as pages.** Each node is one Redis string in the layout of the `node` module
+//!   (fences, their common prefix, a slot array of 4-byte key heads in key order, a heap of
+//!   records): the functions search heads as numbers and splice one slot per insert, and
+//!   reads return whole leaves for the client to search, so the single-threaded server does
+//!   little per entry.
 //! - **Fully replicated top.** The levels above the cut-off are one routing entry per
 //!   sub-tree in the index's own keys, cached by every client and read without validation.
 //!   Sub-tree roots carry fences and right links (B-link): a call routed by a stale copy
@@ -50,6 +55,7 @@ mod codec;
 pub mod error;
 mod index;
 pub mod local;
+mod node;
 mod router;
 pub mod slots;
 mod top;

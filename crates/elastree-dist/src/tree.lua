@@ -3,54 +3,70 @@
 The server side of elastree-dist: the part of every operation below the cut-off, run as Redis
 Functions on the master that owns a sub-tree (execution migration, one round trip).
 
-Layout (one sub-tree's nodes share the hash tag of their prefix P = "{et:<index>:<token>}",
-so they live in one slot on one master):
+Keys of one sub-tree share the hash tag of their prefix P = "{et:<index>:<token>}", so they
+live in one slot on one master:
   P..":m"        hash: next (last node id given out), count (entries held by the tag's
-                 sub-trees)
-  P..":n:"..id   one node, MessagePack array:
-                 [1] level: 0 for a leaf, >0 for an inner node, FWD or LOWERED for markers
-                 [2] low fence (inclusive; "" is minus infinity)
-                 [3] high fence (exclusive; false is plus infinity)
-                 [4] right link: id of the next node on this level (0: none). Followed only
-                     between sub-tree roots (B-link) and between the leaves of one sub-tree.
-                 [5] keys: leaf: the entry keys; inner: the separators (n-1 for n children)
-                 [6] vals: leaf: 8-byte tids; inner: child ids
-                 [7] 1 if this node is a sub-tree root, else 0
-                 [8] freeze deadline (ms since the epoch, 0: not frozen), roots only
-                 [9] freeze token, roots only
-  Markers: {FWD, token, id}: the sub-tree moved to tag token, same id.
-           {LOWERED, los, ids}: this root's children (low fences, ids) became sub-tree roots
-           (the cut-off moved down); kept so a client can finish the top update.
-Invariants of a node: keys strictly ascending, every key in [low, high); an inner node's
-child i covers [keys[i-1], keys[i]) with the node's fences at the ends; all leaves of a
-sub-tree at level 0; the leaves of a sub-tree are chained left to right by their right links.
+                 sub-trees), frz:<root id> = "<deadline ms>:<holder>" while a migration
+                 holds that sub-tree
+  P..":n:"..id   one node, in the "page" layout documented field by field in
+                 crates/elastree-dist/src/node.rs (the client reads the same bytes):
+                 a 28-byte header (kind, flags, n, right, heap_end, dead, fence lengths,
+                 prefix), the fences, n slots (4-byte head, record offset) in key order,
+                 and a heap of records (value, key length, key bytes after the prefix).
+Node ids are u32; in this file an id is always its 4 big-endian bytes (a Lua string), which
+is also how a node's key ends, so that no id is ever formatted as a number (a sprintf of a
+double per key); ids cross to the client as numbers (num) and back (id_of).
+Invariants: keys strictly ascending inside a node and inside [low, high); an inner node's
+entry i is (low fence of child i, child i), its first key its own low fence; all leaves of
+a sub-tree at level 0, chained left to right by their right links.
 
 Every function is atomic (Redis runs one at a time), so inside a sub-tree no reader ever sees
 a half-done split; B-link right links matter only at the sub-tree root level, where a
 client's cached top may be stale.
 
-Replies are arrays: {status, hint_sep, hint_id, ...}. status is OK, END, NEXT (scan: go on
-at the returned key in the next sub-tree), LIMIT, MOVED, FWD (token, id), STALE, BUSY.
-hint_id > 0 says the call moved right past the client's sub-tree root to a sub-tree root
-starting at hint_sep: the client's top is stale and that root may still need posting.
+Cost model (what shaped this file): each redis.call costs about 8K instructions, a C call
+from Lua (string.sub, struct.unpack) about 1.3K, a string comparison about 600 (strcoll), a
+number comparison about 100. So: searches compare the slots' 4-byte heads as numbers and
+touch key bytes only on equal heads; inserts splice one slot and append one record instead
+of decoding and re-encoding the node; reads return the leaf's bytes and the client searches
+them; decoded inner nodes are cached by their bytes (which can never be stale).
+
+Replies are arrays: {status, hint_sep, hint_id, ...}. status is OK, FWD (token, id), STALE,
+BUSY or LOWERED (lo1, id1, ...). hint_id > 0 says the call moved right past the client's
+sub-tree root to a sub-tree root starting at hint_sep: the client's top is stale and that
+root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-7'
-local FWD, LOWERED = -1, -2
+local VERSION = 'elastree-tree-8'
 
--- Byte order on strings. Lua compares strings with strcoll; under the C locale (which Redis
--- normally has) that is byte order and the fast path is used.
-local lt
-if ('a' < 'B') == false and ('\195\169' > 'z') and ('a\0b' < 'a\0c') and ('\255' > 'a') then
-  lt = function(a, b) return a < b end
-else
-  lt = function(a, b)
-    local n = math.min(#a, #b)
-    for i = 1, n do
-      local x, y = string.byte(a, i), string.byte(b, i)
-      if x ~= y then return x < y end
+local HDR = '>BBI2c4I4I4I4I4I4'
+local HDR_LEN = 28
+local FWD, LOWERED = 0xF0, 0xF1
+local ROOT, HIGH_INF, FROZEN = 1, 2, 4
+local ZEROS = '\0\0\0\0'
+local NONE = ZEROS -- the id of no node
+local MAX_ID = 4294967295
+
+-- Shortcuts to the standard libraries. Redis runs a library's top level without them (they
+-- exist only while a function runs), so they are bound on the first call (see register).
+local sub, byte, char, concat, pack, unpack, lt
+
+local function bind()
+  sub, byte, char, concat = string.sub, string.byte, string.char, table.concat
+  pack, unpack = struct.pack, struct.unpack
+  -- Byte order on strings. Lua compares strings with strcoll; under the C locale (which
+  -- Redis normally has) that is byte order and the fast path is used.
+  if ('a' < 'B') == false and ('\195\169' > 'z') and ('a\0b' < 'a\0c') and ('\255' > 'a') then
+    lt = function(a, b) return a < b end
+  else
+    lt = function(a, b)
+      local n = math.min(#a, #b)
+      for i = 1, n do
+        local x, y = byte(a, i), byte(b, i)
+        if x ~= y then return x < y end
+      end
+      return #a < #b
     end
-    return #a < #b
   end
 end
 
@@ -59,61 +75,228 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Decoded inner nodes by their stored bytes. Lua interns strings, so a node's bytes are a
--- cheap table key; a decoded node depends on nothing but those bytes, so an entry can never
--- be stale. Every call passes through the inner nodes above its leaf, and decoding
--- dominates the cost of a call; leaves, one per call and mostly different ones, are decoded
--- each time (caching them too filled the Lua heap with garbage and slowed every call down).
--- Entries are shared: a caller that changes a node changes a copy (copy()). Bounded:
--- emptied when it reaches CACHE_LIMIT entries.
+-- The length of the longest common prefix of a and b.
+local function common_prefix(a, b)
+  local lo, hi = 0, math.min(#a, #b)
+  while lo < hi do
+    local d = hi - lo
+    local mid = lo + (d + d % 2) / 2
+    if sub(a, 1, mid) == sub(b, 1, mid) then lo = mid else hi = mid - 1 end
+  end
+  return lo
+end
+
+-- The head of a key suffix: its first 4 bytes, zero-padded, as a number.
+local function head_of(suffix)
+  return (unpack('>I4', suffix .. ZEROS))
+end
+
+-- A node id from its decimal form (an argument) / as a number (for a reply).
+local function id_of(decimal)
+  return pack('>I4', tonumber(decimal))
+end
+
+local function num(id)
+  return (unpack('>I4', id))
+end
+
+---------------------------------------------------------------------------------------------
+-- Views of stored nodes
+
+-- Flag tests and changes in arithmetic (bit.band is a C call, ten times the cost).
+local function has(flags, f)
+  return flags % (2 * f) >= f
+end
+
+local function with_flag(flags, f)
+  if has(flags, f) then return flags end
+  return flags + f
+end
+
+local function without_flag(flags, f)
+  if has(flags, f) then return flags - f end
+  return flags
+end
+
+-- A node's header fields and where its parts start (1-based positions in s).
+local function node_view(s, kind)
+  local _, flags, n, right, heap_end, dead, ll, hl, p = unpack(HDR, s)
+  local S = HDR_LEN + ll + hl + 1
+  return {s = s, kind = kind, flags = flags, n = n, right = right, heap_end = heap_end,
+          dead = dead, ll = ll, hl = hl, p = p, S = S, H = S + 8 * n,
+          vlen = (kind == 0) and 8 or 4, root = has(flags, ROOT), hi_inf = has(flags, HIGH_INF)}
+end
+
+local function low_of(v)
+  local lo = v.lo
+  if lo == nil then
+    lo = sub(v.s, HDR_LEN + 1, HDR_LEN + v.ll)
+    v.lo = lo
+  end
+  return lo
+end
+
+-- nil: +infinity.
+local function high_of(v)
+  if v.hi_inf then return nil end
+  local hi = v.hi
+  if hi == nil then
+    hi = sub(v.s, HDR_LEN + v.ll + 1, HDR_LEN + v.ll + v.hl)
+    v.hi = hi
+  end
+  return hi
+end
+
+-- Decoded inner nodes by their stored bytes: the header, fences, and every slot's head,
+-- record position and child id. Lua interns strings, so a node's bytes are a cheap table
+-- key, and an entry depends on nothing but those bytes: it can never be stale. Leaves, one
+-- per call and mostly different ones, are not cached. Bounded: emptied when it reaches
+-- CACHE_LIMIT entries.
 local CACHE_LIMIT = 4096
+local SLOTS_PER_UNPACK = 256
 local cache, cached = {}, 0
+local slot_formats = {}
 
-local function decode(s)
-  local n = cache[s]
-  if n == nil then
-    n = cmsgpack.unpack(s)
-    if n[1] > 0 then
-      if cached >= CACHE_LIMIT then cache, cached = {}, 0 end
-      cache[s] = n
-      cached = cached + 1
+local function inner_view(s)
+  local v = cache[s]
+  if v then return v end
+  v = node_view(s, byte(s, 1))
+  local heads, recs, kids = {}, {}, {}
+  local i = 1
+  while i <= v.n do
+    local m = math.min(SLOTS_PER_UNPACK, v.n - i + 1)
+    local fmt = slot_formats[m]
+    if fmt == nil then
+      fmt = '>' .. string.rep('I4I4', m)
+      slot_formats[m] = fmt
     end
+    local t = {unpack(fmt, s, v.S + 8 * (i - 1))}
+    for j = 1, m do
+      local rec = v.H + t[2 * j]
+      heads[i + j - 1], recs[i + j - 1], kids[i + j - 1] = t[2 * j - 1], rec, sub(s, rec, rec + 3)
+    end
+    i = i + m
   end
-  return n
+  v.heads, v.recs, v.kids = heads, recs, kids
+  low_of(v)
+  high_of(v)
+  if cached >= CACHE_LIMIT then cache, cached = {}, 0 end
+  cache[s] = v
+  cached = cached + 1
+  return v
 end
 
--- A node as stored, shared with the cache: do not change it (see copy).
+-- A view of whatever a node key holds: an inner node (cached), a leaf, or a marker:
+-- {kind = FWD, id, token} or {kind = LOWERED, los, ids}.
+local function view(s)
+  local kind = byte(s, 1)
+  if kind == 0 then return node_view(s, 0) end
+  if kind < FWD then return inner_view(s) end
+  if kind == FWD then
+    return {kind = FWD, id = sub(s, 2, 5), token = sub(s, 6)}
+  end
+  local count, at = unpack('>I2', s, 2)
+  local los, ids = {}, {}
+  for i = 1, count do
+    ids[i], los[i], at = unpack('>c4I4c0', s, at)
+  end
+  return {kind = LOWERED, los = los, ids = ids}
+end
+
+-- Slot i's head and its record's position in s.
+local function slot(v, i)
+  local heads = v.heads
+  if heads then return heads[i], v.recs[i] end
+  local h, off = unpack('>I4I4', v.s, v.S + 8 * (i - 1))
+  return h, v.H + off
+end
+
+local function record(v, i)
+  local _, rec = slot(v, i)
+  return rec
+end
+
+-- Entry i's key bytes after the prefix.
+local function suffix(v, i)
+  return (unpack('>I4c0', v.s, record(v, i) + v.vlen))
+end
+
+-- A leaf entry's tid (8 bytes) / an inner entry's child id.
+local function tid_at(v, i)
+  local rec = record(v, i)
+  return sub(v.s, rec, rec + 7)
+end
+
+local function child(v, i)
+  local kids = v.kids
+  if kids then return kids[i] end
+  local rec = record(v, i)
+  return sub(v.s, rec, rec + 3)
+end
+
+-- The first entry whose key is above `key` (upper) or not below it (not upper); n + 1 if
+-- none. kz is key .. ZEROS; the key must lie within the node's fences (high included), so
+-- it starts with the node's prefix.
+local function bound(v, key, kz, upper)
+  local p = v.p
+  if #kz < p + 4 then error('elastree: key outside the fences of the node searched') end
+  local qh = unpack('>I4', kz, p + 1)
+  local heads = v.heads
+  local qs
+  local lo, hi = 1, v.n + 1
+  while lo < hi do
+    local sum = lo + hi
+    local mid = (sum - sum % 2) / 2
+    local h, rec
+    if heads then h = heads[mid] else h, rec = slot(v, mid) end
+    local before
+    if h ~= qh then
+      before = h < qh
+    else
+      if qs == nil then qs = sub(key, p + 1) end
+      local ks = unpack('>I4c0', v.s, (rec or v.recs[mid]) + v.vlen)
+      if upper then before = not lt(qs, ks) else before = lt(ks, qs) end
+    end
+    if before then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+
+-- Whether entry i holds exactly `key`.
+local function holds(v, i, key)
+  return i <= v.n and suffix(v, i) == sub(key, v.p + 1)
+end
+
+local function node_key(P, id)
+  return P .. ':n:' .. id
+end
+
+-- The node or marker stored under id, as a view (nil if absent).
 local function load(P, id)
-  local s = redis.call('GET', P .. ':n:' .. id)
+  local s = redis.call('GET', node_key(P, id))
   if not s then return nil end
-  return decode(s)
+  return view(s)
 end
 
--- A copy of a node that the caller may change.
-local function copy(n)
-  local c = {}
-  for i = 1, #n do c[i] = n[i] end
-  if type(n[5]) == 'table' then
-    c[5] = {}
-    for i = 1, #n[5] do c[5][i] = n[5][i] end
-  end
-  if type(n[6]) == 'table' then
-    c[6] = {}
-    for i = 1, #n[6] do c[6][i] = n[6][i] end
-  end
-  return c
+-- A node below a sub-tree root: a missing one is corruption.
+local function load_below(P, id)
+  local v = load(P, id)
+  if v == nil or v.kind >= FWD then error('elastree: missing node ' .. num(id) .. ' in ' .. P) end
+  return v
 end
 
-local function store(P, id, n)
-  redis.call('SET', P .. ':n:' .. id, cmsgpack.pack(n))
+local function store(P, id, s)
+  redis.call('SET', node_key(P, id), s)
 end
 
 local function drop(P, id)
-  redis.call('DEL', P .. ':n:' .. id)
+  redis.call('DEL', node_key(P, id))
 end
 
 local function new_id(P)
-  return redis.call('HINCRBY', P .. ':m', 'next', 1)
+  local id = redis.call('HINCRBY', P .. ':m', 'next', 1)
+  if id > MAX_ID then error('elastree: node ids of ' .. P .. ' exhausted') end
+  return pack('>I4', id)
 end
 
 -- (Redis refuses "-0", which is what Lua prints for minus zero.)
@@ -121,355 +304,404 @@ local function add_count(P, delta)
   if delta ~= 0 then redis.call('HINCRBY', P .. ':m', 'count', delta) end
 end
 
--- first i with ks[i] >= key
-local function lower_bound(ks, key)
-  local lo, hi = 1, #ks + 1
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if lt(ks[mid], key) then lo = mid + 1 else hi = mid end
+---------------------------------------------------------------------------------------------
+-- Building and changing nodes (each returns the new bytes)
+
+local function header(v, n, heap_end, dead, flags, right)
+  return pack(HDR, v.kind, flags or v.flags, n, right or v.right, heap_end, dead, v.ll, v.hl, v.p)
+end
+
+-- A node of entries from..to of keys/vals (leaf vals: 8-byte tids; inner vals: child ids).
+-- right: an id.
+local function build(kind, flags, right, lo, hi, keys, vals, from, to)
+  local p = 0
+  if hi ~= nil then p = common_prefix(lo, hi) end
+  local slots, recs, off = {}, {}, 0
+  for i = from, to do
+    local suf = sub(keys[i], p + 1)
+    local rec = vals[i] .. pack('>I4', #suf) .. suf
+    slots[#slots + 1] = pack('>I4I4', head_of(suf), off)
+    recs[#recs + 1] = rec
+    off = off + #rec
   end
-  return lo
-end
-
--- first i with ks[i] > key
-local function upper_bound(ks, key)
-  local lo, hi = 1, #ks + 1
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if lt(key, ks[mid]) then hi = mid else lo = mid + 1 end
+  if hi == nil then
+    flags, hi = with_flag(flags, HIGH_INF), ''
+  else
+    flags = without_flag(flags, HIGH_INF)
   end
-  return lo
+  return pack(HDR, kind, flags, #slots, right, off, 0, #lo, #hi, p) .. lo .. hi
+    .. concat(slots) .. concat(recs)
 end
 
-local function slice(t, from, to)
-  local out = {}
-  for i = from, to do out[#out + 1] = t[i] end
-  return out
+-- The node's entries: whole keys and values (leaf: tids; inner: child ids).
+local function entries(v)
+  local keys, vals = {}, {}
+  local pre = sub(v.s, HDR_LEN + 1, HDR_LEN + v.p)
+  local fmt = (v.kind == 0) and '>c8I4c0' or '>c4I4c0'
+  for i = 1, v.n do
+    local val, suf = unpack(fmt, v.s, record(v, i))
+    keys[i], vals[i] = pre .. suf, val
+  end
+  return keys, vals
 end
 
-local function truncate(t, len)
-  for i = #t, len + 1, -1 do t[i] = nil end
+-- The same node without dead records.
+local function rebuilt(v)
+  local keys, vals = entries(v)
+  return build(v.kind, v.flags, v.right, low_of(v), high_of(v), keys, vals, 1, v.n)
 end
+
+-- The node's bytes, rebuilt if more than half its heap is dead.
+local function compacted(v)
+  if v.dead * 2 > v.heap_end then return rebuilt(v) end
+  return v.s
+end
+
+-- With (key, value bytes) inserted before entry i: the record appended to the heap, one
+-- slot spliced in (no other record moves).
+local function with_entry(v, i, key, value)
+  local suf = sub(key, v.p + 1)
+  local rec = value .. pack('>I4', #suf) .. suf
+  local cut = v.S + 8 * (i - 1)
+  return header(v, v.n + 1, v.heap_end + #rec, v.dead)
+    .. sub(v.s, HDR_LEN + 1, cut - 1)
+    .. pack('>I4I4', head_of(suf), v.heap_end)
+    .. sub(v.s, cut) .. rec
+end
+
+-- Without entry i: its slot dropped, its record's bytes counted dead.
+local function without_entry(v, i)
+  local rec = record(v, i)
+  local size = v.vlen + 4 + unpack('>I4', v.s, rec + v.vlen)
+  local cut = v.S + 8 * (i - 1)
+  return header(v, v.n - 1, v.heap_end, v.dead + size)
+    .. sub(v.s, HDR_LEN + 1, cut - 1) .. sub(v.s, cut + 8)
+end
+
+-- With leaf entry i's tid replaced, in place.
+local function with_tid(v, i, tid)
+  local rec = record(v, i)
+  return sub(v.s, 1, rec - 1) .. tid .. sub(v.s, rec + 8)
+end
+
+-- With other flags and right link.
+local function with_links(v, flags, right)
+  return header(v, v.n, v.heap_end, v.dead, flags, right) .. sub(v.s, HDR_LEN + 1)
+end
+
+---------------------------------------------------------------------------------------------
+-- Entering a sub-tree and descending it
 
 -- A position in key space: key == nil is plus infinity. strict: the position is "just
 -- below key" (looking for the largest entry < key), so the node covering it has
 -- low < key <= high; otherwise low <= key < high.
-local function beyond_high(n, key, strict)
-  if n[3] == false then return false end
+local function beyond_high(v, key, strict)
+  local hi = high_of(v)
+  if hi == nil then return false end
   if key == nil then return true end
-  if strict then return lt(n[3], key) end
-  return not lt(key, n[3])
+  if strict then return lt(hi, key) end
+  return not lt(key, hi)
 end
 
-local function below_low(n, key, strict)
+local function below_low(v, key, strict)
   if key == nil then return false end
-  if strict then return n[2] ~= '' and not lt(n[2], key) end
-  return lt(key, n[2])
+  local lo = low_of(v)
+  if strict then return lo ~= '' and not lt(lo, key) end
+  return lt(key, lo)
 end
 
 -- {LOWERED, '', 0, lo1, id1, ...}: the children that replaced a lowered root.
-local function lowered_reply(n)
+local function lowered_reply(m)
   local r = {'LOWERED', '', 0}
-  for i = 1, #n[3] do
-    r[#r + 1] = n[2][i]
-    r[#r + 1] = n[3][i]
+  for i = 1, #m.ids do
+    r[#r + 1] = m.los[i]
+    r[#r + 1] = num(m.ids[i])
   end
   return r
 end
 
 -- Enters the sub-tree root `id` for the position (key, strict), moving right along the
 -- root level while the position lies beyond a root's high fence. Returns the root id and
--- node, the hint (sep, id) when it moved, or nil and the reply to return.
+-- view, the hint {sep, id} ({'', 0} when it did not move), or nil and the reply to return.
 local function enter(P, id, key, strict)
-  local n = load(P, id)
-  if not n then return nil, nil, nil, {'STALE', '', 0} end
-  if n[1] == FWD then return nil, nil, nil, {'FWD', '', 0, n[2], n[3]} end
-  if n[1] == LOWERED then return nil, nil, nil, lowered_reply(n) end
-  if n[7] ~= 1 then return nil, nil, nil, {'STALE', '', 0} end
-  if below_low(n, key, strict) then return nil, nil, nil, {'STALE', '', 0} end
+  local v = load(P, id)
+  if v == nil then return nil, nil, nil, {'STALE', '', 0} end
+  if v.kind == FWD then return nil, nil, nil, {'FWD', '', 0, v.token, num(v.id)} end
+  if v.kind == LOWERED then return nil, nil, nil, lowered_reply(v) end
+  if not v.root or below_low(v, key, strict) then return nil, nil, nil, {'STALE', '', 0} end
   local hint_sep, hint_id = '', 0
-  while beyond_high(n, key, strict) do
-    local rid = n[4]
-    local sep = n[3]
-    local r = rid ~= 0 and load(P, rid) or nil
+  while beyond_high(v, key, strict) do
+    local rid, sep = v.right, high_of(v)
+    local r = rid ~= NONE and load(P, rid) or nil
     if r == nil then return nil, nil, nil, {'STALE', '', 0} end
-    if r[1] == FWD then return nil, nil, nil, {'FWD', sep, rid, r[2], r[3]} end
-    if r[1] == LOWERED or r[7] ~= 1 then return nil, nil, nil, {'STALE', sep, rid} end
-    id, n, hint_sep, hint_id = rid, r, sep, rid
+    if r.kind == FWD then return nil, nil, nil, {'FWD', sep, num(rid), r.token, num(r.id)} end
+    if r.kind == LOWERED or not r.root then return nil, nil, nil, {'STALE', sep, num(rid)} end
+    id, v, hint_sep, hint_id = rid, r, sep, num(rid)
   end
-  return id, n, {hint_sep, hint_id}, nil
+  return id, v, {hint_sep, hint_id}, nil
 end
 
--- Descends from (id, n) to the leaf covering the position, recording the path.
-local function descend(P, id, n, key, strict)
-  local ids, nodes, pos = {id}, {n}, {}
-  while n[1] > 0 do
-    local i
-    if key == nil then
-      i = #n[6]
-    elseif strict then
-      i = lower_bound(n[5], key)
-    else
-      i = upper_bound(n[5], key)
-    end
+-- The entry of inner node v whose child covers the position.
+local function child_for(v, key, kz, strict)
+  local i
+  if key == nil then
+    i = v.n
+  elseif strict then
+    i = bound(v, key, kz, false) - 1
+  else
+    i = bound(v, key, kz, true) - 1
+  end
+  if i < 1 then i = 1 end
+  return i
+end
+
+-- Descends from (id, v) to the leaf covering the position, recording the path: ids and
+-- views from the sub-tree root down, and pos[d], the entry taken in views[d].
+local function descend(P, id, v, key, kz, strict)
+  local ids, views, pos = {id}, {v}, {}
+  while v.kind > 0 do
+    local i = child_for(v, key, kz, strict)
     pos[#ids] = i
-    id = n[6][i]
-    n = load(P, id)
-    if n == nil or n[1] < 0 then error('elastree: missing node ' .. tostring(id) .. ' in ' .. P) end
+    id = child(v, i)
+    v = load_below(P, id)
     ids[#ids + 1] = id
-    nodes[#nodes + 1] = n
+    views[#views + 1] = v
   end
-  return ids, nodes, pos
+  return ids, views, pos
 end
 
-local function frozen(root)
-  return root[8] ~= nil and root[8] ~= 0 and now_ms() < root[8]
+-- Moves the path to the leaf left of its current one, inside the sub-tree; nil at its first.
+local function prev_leaf(P, ids, views, pos)
+  local d = #ids - 1
+  while d >= 1 and pos[d] == 1 do d = d - 1 end
+  if d < 1 then return nil end
+  for j = #ids, d + 1, -1 do ids[j], views[j], pos[j] = nil, nil, nil end
+  pos[d] = pos[d] - 1
+  local id = child(views[d], pos[d])
+  while true do
+    local c = load_below(P, id)
+    ids[#ids + 1], views[#views + 1] = id, c
+    if c.kind == 0 then return c end
+    pos[#ids] = c.n
+    id = child(c, c.n)
+  end
 end
 
--- A reply {status, hint_sep, hint_id, next, items...} built without unpack (which is bounded
--- by the Lua stack).
-local function reply(status, hint, next, items)
-  local r = {status, hint[1], hint[2], next}
-  for j = 1, #items do r[j + 4] = items[j] end
-  return r
+-- Whether a migration holds the sub-tree of root (id, v): {deadline, holder} or nil. The
+-- hold is the meta hash's field "frz:" .. id.
+local function freeze_of(P, id, v)
+  if not has(v.flags, FROZEN) then return nil end
+  local f = redis.call('HGET', P .. ':m', 'frz:' .. id)
+  if not f then return nil end
+  local deadline, holder = string.match(f, '^(%d+):(.*)$')
+  deadline = tonumber(deadline)
+  if deadline == nil or now_ms() >= deadline then return nil end
+  return {deadline, holder}
 end
 
-local function ok(hint, ...)
-  return {'OK', hint[1], hint[2], ...}
-end
+---------------------------------------------------------------------------------------------
+-- The operations
 
--- et_get(KEYS: P:m; ARGV: P, root, key) -> {OK, hs, hid [, tid]}
+-- et_get(KEYS: P:m; ARGV: P, root, key) -> {OK, hs, hid, leaf bytes}: the leaf covering the
+-- key; the client searches it.
 local function et_get(keys, args)
   local P, key = args[1], args[3]
-  local id, n, hint, err = enter(P, tonumber(args[2]), key, false)
+  local kz = key .. ZEROS
+  local _, v, hint, err = enter(P, id_of(args[2]), key, false)
   if err then return err end
-  local _, nodes = descend(P, id, n, key, false)
-  local leaf = nodes[#nodes]
-  local i = lower_bound(leaf[5], key)
-  if leaf[5][i] == key then return ok(hint, leaf[6][i]) end
-  return ok(hint)
+  while v.kind > 0 do
+    local id = v.kids[child_for(v, key, kz, false)]
+    local s = redis.call('GET', P .. ':n:' .. id)
+    if not s then error('elastree: missing node ' .. num(id) .. ' in ' .. P) end
+    v = cache[s]
+    if v == nil then
+      if byte(s, 1) == 0 then return {'OK', hint[1], hint[2], s} end
+      v = inner_view(s)
+    end
+  end
+  return {'OK', hint[1], hint[2], v.s}
 end
 
--- Splits node (at path level `level`) if it overflows, up the path. Returns the post
--- {sep, id} when a sub-tree root split into two sub-tree roots.
-local function split_up(P, ids, nodes, pos, level, cap, allow_post)
+-- Splits node views[level] if it overflows, up the path, storing what changed. Returns the
+-- post {sep, id} when a sub-tree root split into two sub-tree roots.
+local function split_up(P, ids, views, pos, cap, allow_post)
+  local level = #ids
   while true do
-    local node, nid = nodes[level], ids[level]
-    local size = node[1] == 0 and #node[5] or #node[6]
-    if size <= cap then
-      store(P, nid, node)
+    local v, nid = views[level], ids[level]
+    if v.n <= cap then
+      store(P, nid, v.s)
       return nil
     end
-    local rk, rv, sep
-    local m = #node[5]
-    if node[1] == 0 then
-      local half = math.floor(m / 2)
-      rk, rv = slice(node[5], half + 1, m), slice(node[6], half + 1, m)
-      sep = rk[1]
-      truncate(node[5], half)
-      truncate(node[6], half)
-    else
-      local h = math.floor((m + 1) / 2)
-      sep = node[5][h]
-      rk, rv = slice(node[5], h + 1, m), slice(node[6], h + 1, m + 1)
-      truncate(node[5], h - 1)
-      truncate(node[6], h)
-    end
+    local keys, vals = entries(v)
+    local m = v.n
+    local half = (m - m % 2) / 2
+    local sep = keys[half + 1]
+    local lo, hi = low_of(v), high_of(v)
     if level == 1 and allow_post then
       -- The sub-tree root splits into two sub-tree roots; the client posts the new one.
       local sid = new_id(P)
-      store(P, sid, {node[1], sep, node[3], node[4], rk, rv, 1, 0, ''})
-      node[3], node[4] = sep, sid
-      store(P, nid, node)
-      return {sep, sid}
+      store(P, sid, build(v.kind, ROOT, v.right, sep, hi, keys, vals, half + 1, m))
+      store(P, nid, build(v.kind, v.flags, sid, lo, sep, keys, vals, 1, half))
+      return {sep, num(sid)}
     elseif level == 1 then
       -- The sub-tree grows one level; the root keeps its id (the top refers to it).
       local lid, rid = new_id(P), new_id(P)
-      store(P, lid, {node[1], node[2], sep, rid, node[5], node[6], 0})
-      store(P, rid, {node[1], sep, node[3], 0, rk, rv, 0})
-      store(P, nid, {node[1] + 1, node[2], node[3], node[4], {sep}, {lid, rid}, 1, node[8] or 0, node[9] or ''})
+      store(P, lid, build(v.kind, 0, rid, lo, sep, keys, vals, 1, half))
+      store(P, rid, build(v.kind, 0, NONE, sep, hi, keys, vals, half + 1, m))
+      store(P, nid, build(v.kind + 1, v.flags, v.right, lo, hi, {lo, sep}, {lid, rid}, 1, 2))
       return nil
     else
       local sid = new_id(P)
-      store(P, sid, {node[1], sep, node[3], node[4], rk, rv, 0})
-      node[3], node[4] = sep, sid
-      store(P, nid, node)
-      local parent, at = copy(nodes[level - 1]), pos[level - 1]
-      nodes[level - 1] = parent
-      table.insert(parent[5], at, sep)
-      table.insert(parent[6], at + 1, sid)
+      store(P, sid, build(v.kind, 0, v.right, sep, hi, keys, vals, half + 1, m))
+      store(P, nid, build(v.kind, 0, sid, lo, sep, keys, vals, 1, half))
+      local parent = views[level - 1]
+      views[level - 1] = view(with_entry(parent, pos[level - 1] + 1, sep, sid))
       level = level - 1
     end
   end
 end
 
 -- et_put(KEYS: P:m; ARGV: P, root, key, tid, cap, allow_post, mode)
--- mode 'u': insert or replace; 'a': insert only if absent. -> {OK, hs, hid [, old tid] [, sep, id]}
+-- mode 'u': insert or replace; 'a': insert only if absent.
+-- -> {OK, hs, hid [, old tid] [, sep, id]}
 local function et_put(keys, args)
-  local P, key, val, cap = args[1], args[3], args[4], tonumber(args[5])
+  local P, key, tid, cap = args[1], args[3], args[4], tonumber(args[5])
   local allow_post, mode = args[6] == '1', args[7]
-  local id, n, hint, err = enter(P, tonumber(args[2]), key, false)
+  local kz = key .. ZEROS
+  local id, v, hint, err = enter(P, id_of(args[2]), key, false)
   if err then return err end
-  if frozen(n) then return {'BUSY', '', 0} end
-  local ids, nodes, pos = descend(P, id, n, key, false)
-  local leaf = copy(nodes[#nodes])
-  nodes[#nodes] = leaf
-  local i = lower_bound(leaf[5], key)
-  if leaf[5][i] == key then
-    local old = leaf[6][i]
-    if mode == 'u' and old ~= val then
-      leaf[6][i] = val
-      store(P, ids[#ids], leaf)
-    end
-    return ok(hint, old)
+  if freeze_of(P, id, v) then return {'BUSY', '', 0} end
+  local ids, views, pos = descend(P, id, v, key, kz, false)
+  local leaf = views[#views]
+  local i = bound(leaf, key, kz, false)
+  if holds(leaf, i, key) then
+    local old = tid_at(leaf, i)
+    if mode == 'u' and old ~= tid then store(P, ids[#ids], with_tid(leaf, i, tid)) end
+    return {'OK', hint[1], hint[2], old}
   end
-  table.insert(leaf[5], i, key)
-  table.insert(leaf[6], i, val)
   add_count(P, 1)
-  local post = split_up(P, ids, nodes, pos, #ids, cap, allow_post)
-  if post then return ok(hint, false, post[1], post[2]) end
-  return ok(hint)
+  local s = with_entry(leaf, i, key, tid)
+  if leaf.n < cap then
+    store(P, ids[#ids], s)
+    return {'OK', hint[1], hint[2]}
+  end
+  views[#views] = view(s)
+  local post = split_up(P, ids, views, pos, cap, allow_post)
+  if post then return {'OK', hint[1], hint[2], false, post[1], post[2]} end
+  return {'OK', hint[1], hint[2]}
 end
 
--- Merges underfull nodes up the path after a removal.
-local function merge_up(P, ids, nodes, pos, min_fill, cap)
+-- Merges underfull nodes up the path after a removal, storing what changed.
+local function merge_up(P, ids, views, pos, min_fill, cap)
   local level = #ids
   while level > 1 do
-    local node, nid = nodes[level], ids[level]
-    local size = node[1] == 0 and #node[5] or #node[6]
-    if size >= min_fill then
-      store(P, nid, node)
+    local v, nid = views[level], ids[level]
+    if v.n >= min_fill then
+      store(P, nid, compacted(v))
       return
     end
-    local parent, at = copy(nodes[level - 1]), pos[level - 1]
-    nodes[level - 1] = parent
-    local left_id, right_id, left, right, sep_at
-    if at < #parent[6] then
-      left_id, left, right_id, sep_at = nid, node, parent[6][at + 1], at
-      right = load(P, right_id)
+    local parent, at = views[level - 1], pos[level - 1]
+    local left_id, left, right_id, right, gone
+    if at < parent.n then
+      left_id, left, right_id, gone = nid, v, child(parent, at + 1), at + 1
+      right = load_below(P, right_id)
     elseif at > 1 then
-      right_id, right, left_id, sep_at = nid, node, parent[6][at - 1], at - 1
-      left = copy(load(P, left_id))
+      right_id, right, left_id, gone = nid, v, child(parent, at - 1), at
+      left = load_below(P, left_id)
     else
-      store(P, nid, node)
+      store(P, nid, compacted(v))
       return
     end
-    local lsize = left[1] == 0 and #left[5] or #left[6]
-    local rsize = right[1] == 0 and #right[5] or #right[6]
-    if lsize + rsize > cap then
-      store(P, nid, node)
+    if left.n + right.n > cap then
+      store(P, nid, compacted(v))
       return
     end
-    if left[1] > 0 then table.insert(left[5], parent[5][sep_at]) end
-    for j = 1, #right[5] do left[5][#left[5] + 1] = right[5][j] end
-    for j = 1, #right[6] do left[6][#left[6] + 1] = right[6][j] end
-    left[3], left[4] = right[3], right[4]
-    store(P, left_id, left)
+    local lk, lv = entries(left)
+    local rk, rv = entries(right)
+    for j = 1, #rk do
+      lk[#lk + 1], lv[#lv + 1] = rk[j], rv[j]
+    end
+    store(P, left_id, build(left.kind, left.flags, right.right, low_of(left), high_of(right), lk, lv, 1, #lk))
     drop(P, right_id)
-    table.remove(parent[5], sep_at)
-    table.remove(parent[6], sep_at + 1)
+    views[level - 1] = view(without_entry(parent, gone))
     level = level - 1
   end
   -- level 1: the sub-tree root. An inner root left with one child takes the child's place.
-  local root, rid = copy(nodes[1]), ids[1]
-  if root[1] > 0 and #root[6] == 1 then
-    local cid = root[6][1]
-    local child = load(P, cid)
-    root[1], root[5], root[6] = child[1], child[5], child[6]
+  local root, rid = views[1], ids[1]
+  if root.kind > 0 and root.n == 1 then
+    local cid = child(root, 1)
+    local c = load_below(P, cid)
+    local ck, cv = entries(c)
+    store(P, rid, build(c.kind, root.flags, root.right, low_of(root), high_of(root), ck, cv, 1, #ck))
     drop(P, cid)
+  else
+    store(P, rid, compacted(root))
   end
-  store(P, rid, root)
 end
 
--- et_del(KEYS: P:m; ARGV: P, root, key, min_fill, cap, expected) -> {OK, hs, hid [, old]}
--- expected: '' removes any tid; else only that tid.
+-- et_del(KEYS: P:m; ARGV: P, root, key, min_fill, cap, expected) -> {OK, hs, hid [, old,
+-- removed]}; expected: '' removes any tid, else only that tid.
 local function et_del(keys, args)
   local P, key = args[1], args[3]
   local min_fill, cap, expected = tonumber(args[4]), tonumber(args[5]), args[6]
-  local id, n, hint, err = enter(P, tonumber(args[2]), key, false)
+  local kz = key .. ZEROS
+  local id, v, hint, err = enter(P, id_of(args[2]), key, false)
   if err then return err end
-  if frozen(n) then return {'BUSY', '', 0} end
-  local ids, nodes, pos = descend(P, id, n, key, false)
-  local leaf = copy(nodes[#nodes])
-  nodes[#nodes] = leaf
-  local i = lower_bound(leaf[5], key)
-  if leaf[5][i] ~= key then return ok(hint) end
-  local old = leaf[6][i]
-  if expected ~= '' and old ~= expected then return ok(hint, old, '0') end
-  table.remove(leaf[5], i)
-  table.remove(leaf[6], i)
+  if freeze_of(P, id, v) then return {'BUSY', '', 0} end
+  local ids, views, pos = descend(P, id, v, key, kz, false)
+  local leaf = views[#views]
+  local i = bound(leaf, key, kz, false)
+  if not holds(leaf, i, key) then return {'OK', hint[1], hint[2]} end
+  local old = tid_at(leaf, i)
+  if expected ~= '' and old ~= expected then return {'OK', hint[1], hint[2], old, '0'} end
   add_count(P, -1)
-  merge_up(P, ids, nodes, pos, min_fill, cap)
-  return ok(hint, old, '1')
+  views[#views] = view(without_entry(leaf, i))
+  merge_up(P, ids, views, pos, min_fill, cap)
+  return {'OK', hint[1], hint[2], old, '1'}
 end
 
--- et_scan(KEYS: P:m; ARGV: P, root, dir, limit, lo_has, lo_key, lo_incl, hi_has, hi_key, hi_incl)
--- -> {status, hs, hid, next, k1, v1, k2, v2, ...}; status END (nothing more in range),
--- LIMIT (limit reached), NEXT (this sub-tree is done; go on at `next`).
+-- et_scan(KEYS: P:m; ARGV: P, root, dir, max, pos_has, pos_key, pos_strict, stop_has,
+-- stop_key) -> {OK, hs, hid, leaf1, leaf2, ...}: the leaf covering the position (pos_has
+-- '0': the first key ascending, +infinity descending), then its neighbours in the scan's
+-- direction ('a' or 'd') inside the sub-tree, until the leaves after the first hold `max`
+-- entries, the next leaf would lie wholly past stop_key, or the sub-tree ends. The client
+-- reads their entries and goes on after the last leaf.
 local function et_scan(keys, args)
-  local P, dir, limit = args[1], args[3], tonumber(args[4])
-  local lo_has, lo_key, lo_incl = args[5] == '1', args[6], args[7] == '1'
-  local hi_has, hi_key, hi_incl = args[8] == '1', args[9], args[10] == '1'
-  local out = {}
+  local P, dir, max = args[1], args[3], tonumber(args[4])
+  local key = nil
+  if args[5] == '1' then key = args[6] end
+  local strict = args[7] == '1'
+  local stop = nil
+  if args[8] == '1' then stop = args[9] end
+  if dir == 'a' and key == nil then key = '' end
+  local kz = key and (key .. ZEROS)
+  local id, root, hint, err = enter(P, id_of(args[2]), key, strict)
+  if err then return err end
+  local ids, views, pos = descend(P, id, root, key, kz, strict)
+  local leaf = views[#views]
+  local out = {'OK', hint[1], hint[2], leaf.s}
+  local held = 0
   if dir == 'a' then
-    local start = lo_has and lo_key or ''
-    local id, root, hint, err = enter(P, tonumber(args[2]), start, false)
-    if err then return err end
-    local _, nodes = descend(P, id, root, start, false)
-    local leaf = nodes[#nodes]
-    local i = lower_bound(leaf[5], start)
-    if lo_has and not lo_incl and leaf[5][i] == start then i = i + 1 end
-    local emitted = 0
+    local root_hi = high_of(root)
     while true do
-      if i > #leaf[5] then
-        if leaf[3] == false then return reply('END', hint, '', out) end
-        if leaf[3] == root[3] then return reply('NEXT', hint, root[3], out) end
-        leaf = load(P, leaf[4])
-        i = 1
-      else
-        local k = leaf[5][i]
-        if hi_has and (lt(hi_key, k) or (not hi_incl and k == hi_key)) then
-          return reply('END', hint, '', out)
-        end
-        if emitted == limit then return reply('LIMIT', hint, '', out) end
-        out[#out + 1] = k
-        out[#out + 1] = leaf[6][i]
-        emitted = emitted + 1
-        i = i + 1
-      end
+      local hi = high_of(leaf)
+      if hi == nil or hi == root_hi or held >= max or leaf.right == NONE then break end
+      if stop ~= nil and lt(stop, hi) then break end
+      leaf = load_below(P, leaf.right)
+      out[#out + 1] = leaf.s
+      held = held + leaf.n
     end
   else
-    local pos_key, strict = nil, false
-    if hi_has then pos_key, strict = hi_key, not hi_incl end
-    local id, root, hint, err = enter(P, tonumber(args[2]), pos_key, strict)
-    if err then return err end
-    local _, nodes = descend(P, id, root, pos_key, strict)
-    local leaf = nodes[#nodes]
-    local i
-    if pos_key == nil then i = #leaf[5]
-    elseif strict then i = lower_bound(leaf[5], pos_key) - 1
-    else i = upper_bound(leaf[5], pos_key) - 1 end
-    local emitted = 0
-    while true do
-      if i < 1 then
-        if leaf[2] == '' then return reply('END', hint, '', out) end
-        if leaf[2] == root[2] then return reply('NEXT', hint, root[2], out) end
-        local _, again = descend(P, id, root, leaf[2], true)
-        leaf = again[#again]
-        i = #leaf[5]
-      else
-        local k = leaf[5][i]
-        if lo_has and (lt(k, lo_key) or (not lo_incl and k == lo_key)) then
-          return reply('END', hint, '', out)
-        end
-        if emitted == limit then return reply('LIMIT', hint, '', out) end
-        out[#out + 1] = k
-        out[#out + 1] = leaf[6][i]
-        emitted = emitted + 1
-        i = i - 1
-      end
+    while held < max do
+      local lo = low_of(leaf)
+      if stop ~= nil and not lt(stop, lo) then break end
+      leaf = prev_leaf(P, ids, views, pos)
+      if leaf == nil then break end
+      out[#out + 1] = leaf.s
+      held = held + leaf.n
     end
   end
+  return out
 end
 
 -- et_new_root(KEYS: P:m; ARGV: P) -> id of a new empty sub-tree root (a leaf covering all keys).
@@ -477,169 +709,142 @@ local function et_new_root(keys, args)
   local P = args[1]
   local id = new_id(P)
   redis.call('HINCRBY', P .. ':m', 'count', 0)
-  store(P, id, {0, '', false, 0, {}, {}, 1, 0, ''})
-  return id
+  store(P, id, build(0, ROOT, NONE, '', nil, {}, {}, 1, 0))
+  return num(id)
 end
 
--- Collects the ids of a sub-tree's nodes, root first.
+-- The ids of a sub-tree's nodes, root first.
 local function subtree_ids(P, id)
   local ids, i = {id}, 1
   while i <= #ids do
-    local n = load(P, ids[i])
-    if n == nil then error('elastree: missing node ' .. tostring(ids[i]) .. ' in ' .. P) end
-    if n[1] > 0 then
-      for _, c in ipairs(n[6]) do ids[#ids + 1] = c end
+    local v = load_below(P, ids[i])
+    if v.kind > 0 then
+      for j = 1, v.n do ids[#ids + 1] = child(v, j) end
     end
     i = i + 1
   end
   return ids
 end
 
--- et_freeze(KEYS: P:m; ARGV: P, root, token, ttl_ms) -> {OK, count, id1, blob1, ...}
--- Freezes the sub-tree (writes answer BUSY until the deadline) and exports its nodes.
-local function et_freeze(keys, args)
-  local P, id, token, ttl = args[1], tonumber(args[2]), args[3], tonumber(args[4])
-  local root = load(P, id)
-  if root == nil or root[1] < 0 or root[7] ~= 1 then return {'STALE'} end
-  if frozen(root) and root[9] ~= token then return {'BUSY'} end
-  root = copy(root)
-  root[8], root[9] = now_ms() + ttl, token
-  store(P, id, root)
-  local out, count = {'OK', 0}, 0
+-- Appends id, bytes of every node of the sub-tree to out; returns the entries it holds.
+local function export(P, id, out)
+  local count = 0
   for _, nid in ipairs(subtree_ids(P, id)) do
-    local s = redis.call('GET', P .. ':n:' .. nid)
-    local n = cmsgpack.unpack(s)
-    if n[1] == 0 then count = count + #n[5] end
-    out[#out + 1] = nid
+    local s = redis.call('GET', node_key(P, nid))
+    if byte(s, 1) == 0 then count = count + unpack('>I2', s, 3) end
+    out[#out + 1] = num(nid)
     out[#out + 1] = s
   end
-  out[2] = count
+  return count
+end
+
+-- et_export(KEYS: P:m; ARGV: P, root) -> {OK, count, id1, bytes1, ...} | {MISSING} | {MARKER}:
+-- every node of the sub-tree, for the client's invariant check.
+local function et_export(keys, args)
+  local P, id = args[1], id_of(args[2])
+  local root = load(P, id)
+  if root == nil then return {'MISSING'} end
+  if root.kind >= FWD then return {'MARKER'} end
+  local out = {'OK', 0}
+  out[2] = export(P, id, out)
   return out
 end
 
--- et_import(KEYS: Q:m; ARGV: Q, count, id1, blob1, ...): writes an exported sub-tree into
+-- et_freeze(KEYS: P:m; ARGV: P, root, holder, ttl_ms) -> {OK, count, id1, bytes1, ...}:
+-- freezes the sub-tree (writes answer BUSY until the deadline) and exports its nodes.
+local function et_freeze(keys, args)
+  local P, id, holder, ttl = args[1], id_of(args[2]), args[3], tonumber(args[4])
+  local root = load(P, id)
+  if root == nil or root.kind >= FWD or not root.root then return {'STALE'} end
+  local f = freeze_of(P, id, root)
+  if f and f[2] ~= holder then return {'BUSY'} end
+  redis.call('HSET', P .. ':m', 'frz:' .. id, (now_ms() + ttl) .. ':' .. holder)
+  store(P, id, with_links(root, with_flag(root.flags, FROZEN), root.right))
+  local out = {'OK', 0}
+  out[2] = export(P, id, out)
+  return out
+end
+
+-- et_import(KEYS: Q:m; ARGV: Q, count, id1, bytes1, ...): writes an exported sub-tree into
 -- the fresh tag Q, its root unfrozen.
 local function et_import(keys, args)
   local Q, count = args[1], tonumber(args[2])
   local max_id = tonumber(redis.call('HGET', Q .. ':m', 'next') or '0')
   local present = {}
-  for j = 3, #args, 2 do present[tonumber(args[j])] = true end
+  for j = 3, #args, 2 do present[id_of(args[j])] = true end
   for j = 3, #args, 2 do
-    local nid = tonumber(args[j])
-    local n = cmsgpack.unpack(args[j + 1])
-    if n[7] == 1 then n[8], n[9] = 0, '' end
+    local nid = id_of(args[j])
+    local v = view(args[j + 1])
     -- A right link out of the sub-tree names a node of the old tag: cut it (a call that
     -- would follow it answers STALE and the client re-reads the top).
-    if not present[n[4]] then n[4] = 0 end
-    store(Q, nid, n)
-    if nid > max_id then max_id = nid end
+    local right = v.right
+    if not present[right] then right = NONE end
+    store(Q, nid, with_links(v, without_flag(v.flags, FROZEN), right))
+    if tonumber(args[j]) > max_id then max_id = tonumber(args[j]) end
   end
   redis.call('HSET', Q .. ':m', 'next', max_id)
   add_count(Q, count)
   return 'OK'
 end
 
--- et_forward(KEYS: P:m; ARGV: P, root, token, new_token): if the sub-tree is still frozen by
--- `token`, replaces its root by a forwarding marker to new_token and deletes its other nodes.
+-- et_forward(KEYS: P:m; ARGV: P, root, holder, new_token): if the sub-tree is still frozen
+-- by `holder`, replaces its root by a forwarding marker to new_token and deletes its other
+-- nodes.
 local function et_forward(keys, args)
-  local P, id, token, new_token = args[1], tonumber(args[2]), args[3], args[4]
+  local P, id, holder, new_token = args[1], id_of(args[2]), args[3], args[4]
   local root = load(P, id)
-  if root == nil or root[1] < 0 or root[9] ~= token or not frozen(root) then return 'EXPIRED' end
+  if root == nil or root.kind >= FWD then return 'EXPIRED' end
+  local f = freeze_of(P, id, root)
+  if f == nil or f[2] ~= holder then return 'EXPIRED' end
   local count = 0
   for _, nid in ipairs(subtree_ids(P, id)) do
-    local n = load(P, nid)
-    if n[1] == 0 then count = count + #n[5] end
+    local v = load_below(P, nid)
+    if v.kind == 0 then count = count + v.n end
     if nid ~= id then drop(P, nid) end
   end
-  store(P, id, {FWD, new_token, id})
+  store(P, id, char(FWD) .. id .. new_token)
+  redis.call('HDEL', P .. ':m', 'frz:' .. id)
   add_count(P, -count)
   return 'OK'
 end
 
--- et_unfreeze(KEYS: P:m; ARGV: P, root, token): lifts a freeze this token made (a migration
--- that gave up).
+-- et_unfreeze(KEYS: P:m; ARGV: P, root, holder): lifts a freeze this holder made (a
+-- migration that gave up).
 local function et_unfreeze(keys, args)
-  local P, id, token = args[1], tonumber(args[2]), args[3]
-  local root = load(P, id)
-  if root ~= nil and root[1] >= 0 and root[9] == token then
-    root = copy(root)
-    root[8], root[9] = 0, ''
-    store(P, id, root)
+  local P, id, holder = args[1], id_of(args[2]), args[3]
+  local f = redis.call('HGET', P .. ':m', 'frz:' .. id)
+  if f and string.match(f, '^%d+:(.*)$') == holder then
+    redis.call('HDEL', P .. ':m', 'frz:' .. id)
+    local root = load(P, id)
+    if root ~= nil and root.kind < FWD then
+      store(P, id, with_links(root, without_flag(root.flags, FROZEN), root.right))
+    end
   end
   return 'OK'
 end
 
 -- et_lower(KEYS: P:m; ARGV: P, root) -> {LOWERED, '', 0, lo1, id1, lo2, id2, ...}: the cut-off
 -- moves below this root: its children become sub-tree roots (chained by right links) and the
--- root becomes a LOWERED marker. A leaf root cannot be lowered: {LEAF}.
+-- root becomes a lowered marker. A leaf root cannot be lowered: {LEAF}.
 local function et_lower(keys, args)
-  local P, id = args[1], tonumber(args[2])
+  local P, id = args[1], id_of(args[2])
   local root = load(P, id)
-  if root == nil or root[1] < 0 or root[7] ~= 1 then return {'STALE'} end
-  if frozen(root) then return {'BUSY'} end
-  if root[1] == 0 then return {'LEAF'} end
-  local children = root[6]
-  local los = {}
-  for i, cid in ipairs(children) do
-    local c = copy(load(P, cid))
-    c[7], c[8], c[9] = 1, 0, ''
-    c[4] = (i < #children) and children[i + 1] or root[4]
-    store(P, cid, c)
-    los[i] = c[2]
+  if root == nil or root.kind >= FWD or not root.root then return {'STALE'} end
+  if freeze_of(P, id, root) then return {'BUSY'} end
+  if root.kind == 0 then return {'LEAF'} end
+  local m = {kind = LOWERED, los = {}, ids = {}}
+  local parts = {char(LOWERED), pack('>I2', root.n)}
+  for i = 1, root.n do
+    local cid = child(root, i)
+    local c = load_below(P, cid)
+    local right = (i < root.n) and child(root, i + 1) or root.right
+    store(P, cid, with_links(c, with_flag(c.flags, ROOT), right))
+    local lo = low_of(c)
+    m.los[i], m.ids[i] = lo, cid
+    parts[#parts + 1] = cid .. pack('>I4', #lo) .. lo
   end
-  local marker = {LOWERED, los, children}
-  store(P, id, marker)
-  return lowered_reply(marker)
-end
-
--- Checks one sub-tree; returns {count, height, nodes} or raises the first violation.
-local function check_node(P, id, n, lo, hi, level, cap, leaves)
-  local where = P .. ' node ' .. tostring(id)
-  if n[1] ~= level then error('elastree check: ' .. where .. ' level ' .. n[1] .. ' expected ' .. level) end
-  if n[2] ~= lo then error('elastree check: ' .. where .. ' low fence differs from its parent separator') end
-  if n[3] ~= hi then error('elastree check: ' .. where .. ' high fence differs from its parent separator') end
-  local ks = n[5]
-  for i = 1, #ks do
-    if i > 1 and not lt(ks[i - 1], ks[i]) then error('elastree check: ' .. where .. ' keys out of order') end
-    if lt(ks[i], lo) or (hi ~= false and not lt(ks[i], hi)) then error('elastree check: ' .. where .. ' key outside fences') end
-  end
-  if level == 0 then
-    if #n[6] ~= #ks then error('elastree check: ' .. where .. ' keys and tids differ in number') end
-    if #ks > cap then error('elastree check: ' .. where .. ' overfull') end
-    leaves[#leaves + 1] = {id, n}
-    return #ks, 1
-  end
-  if #n[6] ~= #ks + 1 then error('elastree check: ' .. where .. ' children and separators mismatch') end
-  if #n[6] > cap then error('elastree check: ' .. where .. ' overfull') end
-  local count, nodes = 0, 0
-  for i, cid in ipairs(n[6]) do
-    local c = load(P, cid)
-    if c == nil then error('elastree check: ' .. where .. ' child ' .. tostring(cid) .. ' missing') end
-    local clo, chi = lo, hi
-    if i > 1 then clo = ks[i - 1] end
-    if i < #n[6] then chi = ks[i] end
-    local cc, cn = check_node(P, cid, c, clo, chi, level - 1, cap, leaves)
-    count, nodes = count + cc, nodes + cn
-  end
-  return count, nodes + 1
-end
-
--- et_check(KEYS: P:m; ARGV: P, root, cap) -> {OK, count, height, nodes, lo, hi-or-'', hi_is_inf}
-local function et_check(keys, args)
-  local P, id, cap = args[1], tonumber(args[2]), tonumber(args[3])
-  local root = load(P, id)
-  if root == nil then return {'MISSING'} end
-  if root[1] < 0 then return {'MARKER'} end
-  if root[7] ~= 1 then error('elastree check: ' .. P .. ' node ' .. id .. ' is not marked as a sub-tree root') end
-  local leaves = {}
-  local count, nodes = check_node(P, id, root, root[2], root[3], root[1], cap, leaves)
-  for i = 1, #leaves - 1 do
-    if leaves[i][2][4] ~= leaves[i + 1][1] then
-      error('elastree check: ' .. P .. ' leaf ' .. leaves[i][1] .. ' is not linked to its right neighbour')
-    end
-  end
-  local hi = root[3]
-  return {'OK', count, root[1] + 1, nodes, root[2], hi == false and '' or hi, hi == false and 1 or 0}
+  store(P, id, concat(parts))
+  return lowered_reply(m)
 end
 
 -- et_tag_count(KEYS: P:m) -> entries held by the tag's sub-trees
@@ -649,18 +854,19 @@ end
 
 -- et_drop(KEYS: P:m; ARGV: P, root): deletes a sub-tree (or a marker).
 local function et_drop(keys, args)
-  local P, id = args[1], tonumber(args[2])
+  local P, id = args[1], id_of(args[2])
   local root = load(P, id)
   if root == nil then return 0 end
   local ids = {id}
-  if root[1] >= 0 then ids = subtree_ids(P, id) end
+  if root.kind < FWD then ids = subtree_ids(P, id) end
   local count = 0
   for _, nid in ipairs(ids) do
-    local n = load(P, nid)
-    if n[1] == 0 then count = count + #n[5] end
+    local v = load(P, nid)
+    if v.kind == 0 then count = count + v.n end
     drop(P, nid)
   end
   add_count(P, -count)
+  redis.call('HDEL', P .. ':m', 'frz:' .. id)
   if tonumber(redis.call('HGET', P .. ':m', 'count') or '0') == 0 then
     redis.call('DEL', P .. ':m')
   end
@@ -670,8 +876,8 @@ end
 ---------------------------------------------------------------------------------------------
 -- The top (the fully replicated levels above the cut-off), in the index's own tag T:
 --   T..":top"  hash: low fence of a sub-tree -> "token:id" of its root
---   T..":conf" hash: version (bumped on every top change), unique, cap, tokens (next tag
---              token to hand out), and the index's settings.
+--   T..":conf" hash: version (bumped on every top change), unique, capacity, tokens (next
+--              tag token to hand out), and the index's settings.
 
 -- et_top(KEYS: T:top; ARGV: T) -> {version, lo1, ref1, ...}
 local function et_top(keys, args)
@@ -730,35 +936,26 @@ local function et_version(keys, args)
   return VERSION
 end
 
-
 ---------------------------------------------------------------------------------------------
 -- The Baseline (the paper's B+-tree without co-location or execution migration): every node
 -- its own key, anywhere in the cluster; the client walks the tree one node per round trip.
--- These single-key functions only make a change to one node atomic. Nodes have the layout
--- above, [8] a version bumped on every change.
+-- These single-key functions only make a change to one node atomic.
 
 -- etb_leaf_put(KEYS: node; ARGV: key, tid, cap, mode) -> {OK [, old]} | {RIGHT, id} | {FULL}
 local function etb_leaf_put(keys, args)
   local s = redis.call('GET', keys[1])
   if not s then return {'MISSING'} end
-  local n = cmsgpack.unpack(s)
-  local key, val, cap, mode = args[1], args[2], tonumber(args[3]), args[4]
-  if beyond_high(n, key, false) then return {'RIGHT', n[4]} end
-  local i = lower_bound(n[5], key)
-  if n[5][i] == key then
-    local old = n[6][i]
-    if mode == 'u' and old ~= val then
-      n[6][i] = val
-      n[8] = (n[8] or 0) + 1
-      redis.call('SET', keys[1], cmsgpack.pack(n))
-    end
+  local v = view(s)
+  local key, tid, cap, mode = args[1], args[2], tonumber(args[3]), args[4]
+  if beyond_high(v, key, false) then return {'RIGHT', num(v.right)} end
+  local i = bound(v, key, key .. ZEROS, false)
+  if holds(v, i, key) then
+    local old = tid_at(v, i)
+    if mode == 'u' and old ~= tid then redis.call('SET', keys[1], with_tid(v, i, tid)) end
     return {'OK', old}
   end
-  if #n[5] >= cap then return {'FULL'} end
-  table.insert(n[5], i, key)
-  table.insert(n[6], i, val)
-  n[8] = (n[8] or 0) + 1
-  redis.call('SET', keys[1], cmsgpack.pack(n))
+  if v.n >= cap then return {'FULL'} end
+  redis.call('SET', keys[1], with_entry(v, i, key, tid))
   return {'OK'}
 end
 
@@ -766,17 +963,14 @@ end
 local function etb_leaf_del(keys, args)
   local s = redis.call('GET', keys[1])
   if not s then return {'MISSING'} end
-  local n = cmsgpack.unpack(s)
+  local v = view(s)
   local key, expected = args[1], args[2]
-  if beyond_high(n, key, false) then return {'RIGHT', n[4]} end
-  local i = lower_bound(n[5], key)
-  if n[5][i] ~= key then return {'OK'} end
-  local old = n[6][i]
+  if beyond_high(v, key, false) then return {'RIGHT', num(v.right)} end
+  local i = bound(v, key, key .. ZEROS, false)
+  if not holds(v, i, key) then return {'OK'} end
+  local old = tid_at(v, i)
   if expected ~= '' and old ~= expected then return {'OK', old, '0'} end
-  table.remove(n[5], i)
-  table.remove(n[6], i)
-  n[8] = (n[8] or 0) + 1
-  redis.call('SET', keys[1], cmsgpack.pack(n))
+  redis.call('SET', keys[1], compacted(view(without_entry(v, i))))
   return {'OK', old, '1'}
 end
 
@@ -785,16 +979,13 @@ end
 local function etb_inner_put(keys, args)
   local s = redis.call('GET', keys[1])
   if not s then return {'MISSING'} end
-  local n = cmsgpack.unpack(s)
-  local sep, child, cap = args[1], tonumber(args[2]), tonumber(args[3])
-  if beyond_high(n, sep, false) then return {'RIGHT', n[4]} end
-  local i = upper_bound(n[5], sep)
-  if n[5][i - 1] == sep then return {'OK'} end
-  if #n[6] >= cap then return {'FULL'} end
-  table.insert(n[5], i, sep)
-  table.insert(n[6], i + 1, child)
-  n[8] = (n[8] or 0) + 1
-  redis.call('SET', keys[1], cmsgpack.pack(n))
+  local v = view(s)
+  local sep, cid, cap = args[1], id_of(args[2]), tonumber(args[3])
+  if beyond_high(v, sep, false) then return {'RIGHT', num(v.right)} end
+  local i = bound(v, sep, sep .. ZEROS, true)
+  if i > 1 and holds(v, i - 1, sep) then return {'OK'} end
+  if v.n >= cap then return {'FULL'} end
+  redis.call('SET', keys[1], with_entry(v, i, sep, cid))
   return {'OK'}
 end
 
@@ -806,26 +997,38 @@ local function etb_cas(keys, args)
   return 'OK'
 end
 
-redis.register_function('et_get', et_get)
-redis.register_function('et_put', et_put)
-redis.register_function('et_del', et_del)
-redis.register_function('et_scan', et_scan)
-redis.register_function('et_new_root', et_new_root)
-redis.register_function('et_freeze', et_freeze)
-redis.register_function('et_import', et_import)
-redis.register_function('et_forward', et_forward)
-redis.register_function('et_unfreeze', et_unfreeze)
-redis.register_function('et_lower', et_lower)
-redis.register_function('et_check', et_check)
-redis.register_function('et_tag_count', et_tag_count)
-redis.register_function('et_drop', et_drop)
-redis.register_function('et_top', et_top)
-redis.register_function('et_post', et_post)
-redis.register_function('et_top_cas', et_top_cas)
-redis.register_function('et_init', et_init)
-redis.register_function('et_tokens', et_tokens)
-redis.register_function('etb_leaf_put', etb_leaf_put)
-redis.register_function('etb_leaf_del', etb_leaf_del)
-redis.register_function('etb_inner_put', etb_inner_put)
-redis.register_function('etb_cas', etb_cas)
-redis.register_function{function_name = 'et_version', callback = et_version, flags = {'no-writes'}}
+local function register(name, fn, read_only)
+  local function call(keys, args)
+    if sub == nil then bind() end
+    return fn(keys, args)
+  end
+  if read_only then
+    redis.register_function{function_name = name, callback = call, flags = {'no-writes'}}
+  else
+    redis.register_function(name, call)
+  end
+end
+
+register('et_get', et_get, true)
+register('et_put', et_put)
+register('et_del', et_del)
+register('et_scan', et_scan, true)
+register('et_new_root', et_new_root)
+register('et_export', et_export, true)
+register('et_freeze', et_freeze)
+register('et_import', et_import)
+register('et_forward', et_forward)
+register('et_unfreeze', et_unfreeze)
+register('et_lower', et_lower)
+register('et_tag_count', et_tag_count, true)
+register('et_drop', et_drop)
+register('et_top', et_top, true)
+register('et_post', et_post)
+register('et_top_cas', et_top_cas)
+register('et_init', et_init)
+register('et_tokens', et_tokens)
+register('et_version', et_version, true)
+register('etb_leaf_put', etb_leaf_put)
+register('etb_leaf_del', etb_leaf_del)
+register('etb_inner_put', etb_inner_put)
+register('etb_cas', etb_cas)
