@@ -97,6 +97,24 @@ impl DistIndex {
         Ok(counts)
     }
 
+    /// Entries per master: the entry counts of the tags whose slots each master owns.
+    pub fn entries_per_master(&self) -> Result<BTreeMap<String, usize>, DistError> {
+        let deadline = self.deadline();
+        self.refresh_top(deadline)?;
+        let map = self.router.slot_map();
+        let mut entries: BTreeMap<String, usize> =
+            map.masters().into_iter().map(|m| (m, 0)).collect();
+        for token in self.cached_top().tokens() {
+            let tag = self.subtree_tag(token);
+            let owner = map.owner(slot_of(tag.as_bytes())).ok_or_else(|| {
+                DistError::Unavailable(format!("no master owns the slot of {tag}"))
+            })?;
+            let count = codec::int(&self.call_tag("et_tag_count", token, &[], false, deadline)?)?;
+            *entries.entry(owner.addr.clone()).or_default() += count.max(0) as usize;
+        }
+        Ok(entries)
+    }
+
     /// Lowers the cut-off under sub-tree roots, round-robin over the masters holding the
     /// most sub-trees, until there are at least `subtrees_per_master` per master or no root
     /// has children left. Returns how many roots it lowered.

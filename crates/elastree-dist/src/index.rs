@@ -15,7 +15,7 @@ use redis::Value;
 use crate::adapter::{index_via_stored_map, StoredMap};
 use crate::codec::{self, Reply};
 use crate::error::DistError;
-use crate::node::NodeView;
+use crate::node::{self, NodeView};
 use crate::router::{Request, Router, RouterOptions};
 use crate::slots::slot_of;
 use crate::top::{Top, TopEntry};
@@ -39,6 +39,13 @@ pub struct DistOptions {
     /// an even spread (counts differing by at most one) keeps every master within 20% of
     /// the mean; the paper's minimum is 1.
     pub subtrees_per_master: usize,
+    /// The most levels a sub-tree grows to (`None`: as many as keep it within
+    /// [`SUBTREE_ENTRIES`] entries at full nodes, at least 2). A sub-tree root that overflows
+    /// at this height splits into two sub-trees instead of growing (the new one posted to
+    /// the top and placed on the master with the fewest), so a sub-tree stays small enough to
+    /// move, and keys inserted in order spread over the masters instead of piling into the
+    /// last sub-tree.
+    pub subtree_levels: Option<usize>,
     /// Entries one scan call returns at most (one round trip each).
     pub scan_chunk: usize,
     /// Timeouts and durability.
@@ -53,13 +60,34 @@ impl Default for DistOptions {
             node_capacity: 64,
             max_key_len: elastree::DEFAULT_MAX_KEY_LEN,
             subtrees_per_master: 5,
+            subtree_levels: None,
             scan_chunk: 256,
             router: RouterOptions::default(),
         }
     }
 }
 
+/// Entries a sub-tree of full nodes may hold at most under the default
+/// [`DistOptions::subtree_levels`]: 2^18, about 8 MiB of 8-byte keys, which a migration copies
+/// in well under a second.
+pub const SUBTREE_ENTRIES: usize = 1 << 18;
+
 impl DistOptions {
+    /// The height limit of sub-trees: [`DistOptions::subtree_levels`] or the default for
+    /// the node capacity (the most levels whose full sub-tree holds at most
+    /// [`SUBTREE_ENTRIES`] entries, at least 2).
+    pub fn subtree_levels(&self) -> usize {
+        self.subtree_levels.unwrap_or_else(|| {
+            let mut levels = 1;
+            let mut entries = self.node_capacity;
+            while entries.saturating_mul(self.node_capacity) <= SUBTREE_ENTRIES {
+                entries *= self.node_capacity;
+                levels += 1;
+            }
+            levels.max(2)
+        })
+    }
+
     fn validate(&self) -> Result<(), DistError> {
         let name_ok = !self.name.is_empty()
             && self.name.len() <= 64
@@ -84,6 +112,15 @@ impl DistOptions {
                 "maximum key length {} outside 1..={}",
                 self.max_key_len,
                 elastree::MAX_KEY_LEN_LIMIT
+            )));
+        }
+        if self
+            .subtree_levels
+            .is_some_and(|l| !(1..=node::MAX_LEVEL as usize).contains(&l))
+        {
+            return Err(DistError::Invalid(format!(
+                "sub-tree levels must be between 1 and {}",
+                node::MAX_LEVEL
             )));
         }
         if self.subtrees_per_master == 0 || self.scan_chunk == 0 {
@@ -703,6 +740,7 @@ impl StoredMap for DistIndex {
         let cap = self.options.node_capacity.to_string();
         let allow_post = if self.allow_post() { "1" } else { "0" };
         let mode = if replace { "u" } else { "a" };
+        let levels = self.options.subtree_levels().to_string();
         let (reply, target) = self.call(
             Position::At(stored),
             true,
@@ -719,6 +757,7 @@ impl StoredMap for DistIndex {
                         cap.as_bytes(),
                         allow_post.as_bytes(),
                         mode.as_bytes(),
+                        levels.as_bytes(),
                     ],
                 )
             },

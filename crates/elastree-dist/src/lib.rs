@@ -62,6 +62,6 @@ mod top;
 
 pub use balance::RebalanceReport;
 pub use error::DistError;
-pub use index::{DistIndex, DistOptions, DistStats};
+pub use index::{DistIndex, DistOptions, DistStats, SUBTREE_ENTRIES};
 pub use router::RouterOptions;
 pub use top::TopEntry;

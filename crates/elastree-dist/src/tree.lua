@@ -37,7 +37,7 @@ sub-tree root to a sub-tree root starting at hint_sep: the client's top is stale
 root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-8'
+local VERSION = 'elastree-tree-9'
 
 local HDR = '>BBI2c4I4I4I4I4I4'
 local HDR_LEN = 28
@@ -522,9 +522,11 @@ local function et_get(keys, args)
   return {'OK', hint[1], hint[2], v.s}
 end
 
--- Splits node views[level] if it overflows, up the path, storing what changed. Returns the
--- post {sep, id} when a sub-tree root split into two sub-tree roots.
-local function split_up(P, ids, views, pos, cap, allow_post)
+-- Splits node views[level] if it overflows, up the path, storing what changed. An
+-- overflowing sub-tree root splits into two sub-tree roots when allow_post or when growing
+-- would take the sub-tree past max_levels; else it grows a level. Returns the post
+-- {sep, id} when it split into two sub-tree roots.
+local function split_up(P, ids, views, pos, cap, allow_post, max_levels)
   local level = #ids
   while true do
     local v, nid = views[level], ids[level]
@@ -537,7 +539,7 @@ local function split_up(P, ids, views, pos, cap, allow_post)
     local half = (m - m % 2) / 2
     local sep = keys[half + 1]
     local lo, hi = low_of(v), high_of(v)
-    if level == 1 and allow_post then
+    if level == 1 and (allow_post or v.kind + 2 > max_levels) then
       -- The sub-tree root splits into two sub-tree roots; the client posts the new one.
       local sid = new_id(P)
       store(P, sid, build(v.kind, ROOT, v.right, sep, hi, keys, vals, half + 1, m))
@@ -561,12 +563,13 @@ local function split_up(P, ids, views, pos, cap, allow_post)
   end
 end
 
--- et_put(KEYS: P:m; ARGV: P, root, key, tid, cap, allow_post, mode)
--- mode 'u': insert or replace; 'a': insert only if absent.
+-- et_put(KEYS: P:m; ARGV: P, root, key, tid, cap, allow_post, mode, max_levels)
+-- mode 'u': insert or replace; 'a': insert only if absent. max_levels: the height a
+-- sub-tree may grow to (split_up).
 -- -> {OK, hs, hid [, old tid] [, sep, id]}
 local function et_put(keys, args)
   local P, key, tid, cap = args[1], args[3], args[4], tonumber(args[5])
-  local allow_post, mode = args[6] == '1', args[7]
+  local allow_post, mode, max_levels = args[6] == '1', args[7], tonumber(args[8])
   local kz = key .. ZEROS
   local id, v, hint, err = enter(P, id_of(args[2]), key, false)
   if err then return err end
@@ -586,7 +589,7 @@ local function et_put(keys, args)
     return {'OK', hint[1], hint[2]}
   end
   views[#views] = view(s)
-  local post = split_up(P, ids, views, pos, cap, allow_post)
+  local post = split_up(P, ids, views, pos, cap, allow_post, max_levels)
   if post then return {'OK', hint[1], hint[2], false, post[1], post[2]} end
   return {'OK', hint[1], hint[2]}
 end

@@ -1,6 +1,6 @@
 //! Elastic scaling: a master joins during a workload; the index lowers its cut-off, moves
 //! sub-trees onto the new master until every master holds about the same number, and loses
-//! nothing.
+//! nothing. And keys appended in order spread over the masters as they arrive.
 
 mod cluster;
 
@@ -107,5 +107,49 @@ fn a_master_joining_mid_workload_gets_its_share_and_nothing_is_lost() {
     assert_eq!(check.len(), 3000 + acked.len());
     println!("{report:?}");
     check.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
+
+#[test]
+fn keys_appended_in_order_spread_over_every_master() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("append");
+    // Sub-trees of at most 2 levels of 8 entries: 64 entries, so 3000 appended keys need
+    // dozens of them, and each new one is placed on the master holding the fewest.
+    let options = elastree_dist::DistOptions {
+        subtree_levels: Some(2),
+        ..cluster::options(&name, true, 8)
+    };
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    for k in 0..3000u64 {
+        index.insert(&key(k), k).unwrap();
+    }
+    index.check().unwrap();
+    assert_eq!(index.len(), 3000);
+    let subtrees = index.subtrees_per_master().unwrap();
+    let entries = index.entries_per_master().unwrap();
+    println!(
+        "sub-trees {subtrees:?}, entries {entries:?}, {:?}",
+        index.stats()
+    );
+    assert_eq!(entries.values().sum::<usize>(), 3000);
+    let mean = 3000.0 / entries.len() as f64;
+    assert!(
+        entries.values().all(|&n| n as f64 >= 0.5 * mean),
+        "every master holds at least half its share of the appended keys: {entries:?}"
+    );
+    let (most, least) = (
+        subtrees.values().max().unwrap(),
+        subtrees.values().min().unwrap(),
+    );
+    assert!(
+        most - least <= 2,
+        "sub-trees spread as they appear: {subtrees:?}"
+    );
+    for k in (0..3000u64).step_by(7) {
+        assert_eq!(index.get(&key(k)).unwrap(), Some(k));
+    }
+    index.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }

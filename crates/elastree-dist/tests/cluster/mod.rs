@@ -35,6 +35,7 @@ pub fn options(name: &str, unique: bool, capacity: usize) -> DistOptions {
         node_capacity: capacity,
         max_key_len: 64,
         subtrees_per_master: 2,
+        subtree_levels: None,
         scan_chunk: 7,
         router: RouterOptions {
             op_timeout: Duration::from_secs(20),
