@@ -78,12 +78,18 @@ impl DistIndex {
         report.moved = self.spread(&masters, deadline)?;
         self.refresh_top(deadline)?;
         report.subtrees_after = self.cached_top().entries.len();
-        report.per_master = self.subtrees_per_master()?;
+        report.per_master = self.cached_subtrees_per_master()?;
         Ok(report)
     }
 
-    /// Sub-trees per master, by the slot of each sub-tree's tag.
+    /// Sub-trees per master, by the slot of each sub-tree's tag (the top re-read first).
     pub fn subtrees_per_master(&self) -> Result<BTreeMap<String, usize>, DistError> {
+        self.refresh_top(self.deadline())?;
+        self.cached_subtrees_per_master()
+    }
+
+    /// Sub-trees per master by the cached top.
+    fn cached_subtrees_per_master(&self) -> Result<BTreeMap<String, usize>, DistError> {
         let map = self.router.slot_map();
         let mut counts: BTreeMap<String, usize> =
             map.masters().into_iter().map(|m| (m, 0)).collect();
@@ -123,7 +129,7 @@ impl DistIndex {
         let mut lowered = 0;
         let mut leaves: Vec<RootRef> = Vec::new();
         while self.cached_top().entries.len() < target {
-            let counts = self.subtrees_per_master()?;
+            let counts = self.cached_subtrees_per_master()?;
             let map = self.router.slot_map();
             // The candidate: a non-leaf root on the master with the most sub-trees.
             let mut candidates: Vec<(usize, RootRef)> = self
@@ -173,7 +179,7 @@ impl DistIndex {
         let mut moved = 0;
         let mut stuck: Vec<RootRef> = Vec::new();
         for _ in 0..self.cached_top().entries.len() * 2 + masters.len() {
-            let counts = self.subtrees_per_master()?;
+            let counts = self.cached_subtrees_per_master()?;
             let (Some(most), Some(least)) = (
                 counts.iter().max_by_key(|(_, &n)| n),
                 counts.iter().min_by_key(|(_, &n)| n),
@@ -222,7 +228,7 @@ impl DistIndex {
         root: RootRef,
         deadline: Instant,
     ) -> Result<(), DistError> {
-        let counts = self.subtrees_per_master()?;
+        let counts = self.cached_subtrees_per_master()?;
         let map = self.router.slot_map();
         let tag = self.subtree_tag(root.token);
         let Some(here) = map.owner(slot_of(tag.as_bytes())).map(|o| o.addr.clone()) else {

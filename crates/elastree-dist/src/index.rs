@@ -13,6 +13,7 @@ use elastree::{Direction, IndexKind, MemoryUsage};
 use redis::Value;
 
 use crate::adapter::{index_via_stored_map, StoredMap};
+use crate::auto::AutoRebalance;
 use crate::codec::{self, Reply};
 use crate::error::DistError;
 use crate::node::{self, NodeView};
@@ -46,6 +47,10 @@ pub struct DistOptions {
     /// move, and keys inserted in order spread over the masters instead of piling into the
     /// last sub-tree.
     pub subtree_levels: Option<usize>,
+    /// Whether this client rebalances on its own when it sees the cluster's masters change
+    /// (default true): its next operation starts [`DistIndex::rebalance`] in the background
+    /// once the slot map has settled (see [`DistIndex::last_auto_rebalance`]).
+    pub auto_rebalance: bool,
     /// Entries one scan call returns at most (one round trip each).
     pub scan_chunk: usize,
     /// Timeouts and durability.
@@ -61,6 +66,7 @@ impl Default for DistOptions {
             max_key_len: elastree::DEFAULT_MAX_KEY_LEN,
             subtrees_per_master: 5,
             subtree_levels: None,
+            auto_rebalance: true,
             scan_chunk: 256,
             router: RouterOptions::default(),
         }
@@ -160,6 +166,8 @@ pub struct DistStats {
     /// New sub-trees left on their sibling's master because moving them failed (a later
     /// [`DistIndex::rebalance`] moves them).
     pub placement_failures: u64,
+    /// Automatic rebalances this client ran after seeing the masters change.
+    pub auto_rebalances: u64,
 }
 
 impl DistStats {
@@ -178,6 +186,7 @@ impl DistStats {
             stale_routes: f(self.stale_routes, other.stale_routes),
             retries: f(self.retries, other.retries),
             placement_failures: f(self.placement_failures, other.placement_failures),
+            auto_rebalances: f(self.auto_rebalances, other.auto_rebalances),
         }
     }
 }
@@ -227,6 +236,7 @@ pub struct DistIndex {
     top_refreshes: AtomicU64,
     stale_routes: AtomicU64,
     pub(crate) placement_failures: AtomicU64,
+    auto: AutoRebalance,
 }
 
 impl std::fmt::Debug for DistIndex {
@@ -312,6 +322,8 @@ impl DistIndex {
     }
 
     fn with_router(router: Router, options: DistOptions) -> DistIndex {
+        let auto = AutoRebalance::default();
+        auto.start_from(router.counters.master_changes.load(Ordering::Relaxed));
         DistIndex {
             router,
             options,
@@ -321,6 +333,7 @@ impl DistIndex {
             top_refreshes: AtomicU64::new(0),
             stale_routes: AtomicU64::new(0),
             placement_failures: AtomicU64::new(0),
+            auto,
         }
     }
 
@@ -340,7 +353,14 @@ impl DistIndex {
             stale_routes: self.stale_routes.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             placement_failures: self.placement_failures.load(Ordering::Relaxed),
+            auto_rebalances: self.auto.completed(),
         }
+    }
+
+    /// The outcome of the last automatic rebalance this client ran (see
+    /// [`DistOptions::auto_rebalance`]), if one has completed.
+    pub fn last_auto_rebalance(&self) -> Option<Result<crate::RebalanceReport, String>> {
+        self.auto.last()
     }
 
     /// The cached top: one entry per sub-tree, in key order.
@@ -657,6 +677,9 @@ impl DistIndex {
         self.operations.fetch_add(1, Ordering::Relaxed);
         self.masters_contacted
             .fetch_add(contacted.len() as u64, Ordering::Relaxed);
+        if self.options.auto_rebalance {
+            self.auto.poll(self);
+        }
     }
 
     /// The number of entries, summed over the tags of the sub-trees.
@@ -688,6 +711,7 @@ impl DistIndex {
     /// cut-off changes left behind, its top and settings (every key of its tags, found with
     /// SCAN on every master). Call it when no other client uses the index.
     pub fn destroy(self) -> Result<(), DistError> {
+        self.auto.wait();
         let deadline = self.deadline() + self.options.router.op_timeout * 5;
         let name = &self.options.name;
         let mut keys = self.router.scan_keys(&format!("{{et:{name}:*"), deadline)?;

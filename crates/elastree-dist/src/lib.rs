@@ -26,7 +26,12 @@
 //! - **Elastic scaling** ([`DistIndex::rebalance`]): lowers the cut-off under sub-tree roots
 //!   until every master can hold some, then moves sub-trees (freeze, copy to a fresh tag on
 //!   the target master, forwarding marker, top update) until each master holds about the
-//!   same number.
+//!   same number. A client that sees the cluster's masters change runs it on its own, in the
+//!   background, once the slot map has settled ([`DistOptions::auto_rebalance`]).
+//! - **Bounded sub-trees** ([`DistOptions::subtree_levels`]): a sub-tree root that would
+//!   grow past the height limit splits into two sub-trees instead, the new one placed on the
+//!   master holding the fewest, so sub-trees stay small enough to move and keys appended in
+//!   order spread over the masters.
 //!
 //! # Consistency and faults
 //!
@@ -48,6 +53,7 @@
 //! (no shared tag), traversed from the client one node per round trip.
 
 mod adapter;
+mod auto;
 mod balance;
 pub mod baseline;
 mod check;

@@ -56,6 +56,9 @@ pub(crate) struct RouterCounters {
     pub retries: AtomicU64,
     pub redirects: AtomicU64,
     pub map_refreshes: AtomicU64,
+    /// Bumped every time a fresh slot map names other masters than the one before (a
+    /// master joined or left, a replica took over): what starts an automatic rebalance.
+    pub master_changes: AtomicU64,
 }
 
 /// A request to run on one master: commands pipelined on one connection.
@@ -79,6 +82,8 @@ impl Request {
 /// Routes requests to the masters of a Redis Cluster.
 pub(crate) struct Router {
     seeds: Vec<String>,
+    /// When the slot map was last read.
+    refreshed: Mutex<Instant>,
     options: RouterOptions,
     map: RwLock<Arc<SlotMap>>,
     pools: Mutex<HashMap<String, Vec<Connection>>>,
@@ -110,6 +115,7 @@ impl Router {
         }
         let router = Router {
             seeds: seeds.to_vec(),
+            refreshed: Mutex::new(Instant::now()),
             options,
             map: RwLock::new(Arc::new(SlotMap::default())),
             pools: Mutex::new(HashMap::new()),
@@ -132,6 +138,37 @@ impl Router {
     /// The addresses of the masters that own slots.
     pub fn masters(&self) -> Vec<String> {
         self.slot_map().masters()
+    }
+
+    /// The seeds this router was given and the masters it knows: addresses to connect
+    /// through.
+    pub fn seeds_and_masters(&self) -> Vec<String> {
+        let mut all = self.seeds.clone();
+        for m in self.masters() {
+            if !all.contains(&m) {
+                all.push(m);
+            }
+        }
+        all
+    }
+
+    /// Re-reads the slot map if it is older than `age` (one attempt; a failure is left for
+    /// the next operation to meet).
+    pub fn refresh_if_older(&self, age: Duration) {
+        let due = {
+            let Ok(mut at) = self.refreshed.try_lock() else {
+                return;
+            };
+            let due = at.elapsed() >= age;
+            if due {
+                // Claimed: other threads wait for the next period.
+                *at = Instant::now();
+            }
+            due
+        };
+        if due {
+            let _ = self.try_refresh();
+        }
     }
 
     /// Re-reads the slot map, retrying until the deadline.
@@ -169,7 +206,12 @@ impl Router {
                 .and_then(|v| SlotMap::from_cluster_slots(&v))
             {
                 Ok(map) if map.covered() == SLOTS => {
-                    *self.map.write().expect("slot map lock") = Arc::new(map);
+                    let mut current = self.map.write().expect("slot map lock");
+                    if current.masters() != map.masters() {
+                        self.counters.master_changes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    *current = Arc::new(map);
+                    *self.refreshed.lock().expect("refresh time lock") = Instant::now();
                     return Ok(());
                 }
                 Ok(map) => last = format!("{addr} knows owners for only {} slots", map.covered()),

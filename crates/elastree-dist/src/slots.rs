@@ -104,6 +104,12 @@ impl SlotMap {
             .map_or(0, |o| o.replicas)
     }
 
+    /// Whether every slot has the same owner in both maps.
+    pub fn same_owners(&self, other: &SlotMap) -> bool {
+        (0..SLOTS as u16)
+            .all(|slot| self.owner(slot).map(|o| &o.addr) == other.owner(slot).map(|o| &o.addr))
+    }
+
     /// How many masters own slots.
     pub fn master_count(&self) -> usize {
         self.owners.len()

@@ -153,3 +153,51 @@ fn keys_appended_in_order_spread_over_every_master() {
     index.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }
+
+#[test]
+fn a_client_rebalances_on_its_own_when_a_master_joins() {
+    let mut cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("auto");
+    let options = elastree_dist::DistOptions {
+        subtrees_per_master: 5,
+        ..cluster::options(&name, true, 16)
+    };
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    for k in 0..3000u64 {
+        index.insert(&key(k * 7 % 3001), k).unwrap();
+    }
+    assert_eq!(index.subtrees_per_master().unwrap().len(), 3);
+    cluster.add_master().unwrap();
+    // No explicit rebalance: the client's next operations meet moved slots, see a fourth
+    // master and rebalance in the background.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut k = 0u64;
+    while index.stats().auto_rebalances == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no automatic rebalance: {:?}",
+            index.stats()
+        );
+        assert!(index.get(&key(k * 7 % 3001)).unwrap().is_some());
+        k = (k + 1) % 3000;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let report = index
+        .last_auto_rebalance()
+        .expect("an outcome")
+        .expect("the automatic rebalance succeeded");
+    println!("{report:?}");
+    assert_eq!(report.masters, 4, "{report:?}");
+    assert!(
+        report.imbalance() <= 0.2,
+        "sub-trees per master within 20% of the mean: {report:?}"
+    );
+    let per_master = index.subtrees_per_master().unwrap();
+    assert_eq!(per_master.len(), 4);
+    assert!(per_master.values().all(|&n| n > 0), "{per_master:?}");
+    index.check().unwrap();
+    assert_eq!(index.len(), 3000);
+    index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}

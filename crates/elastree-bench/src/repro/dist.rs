@@ -270,11 +270,14 @@ fn measure(
 /// The paper's node arity: "All tests were executed using α = 25" (section 9).
 pub const ARITY: usize = 25;
 
-/// The options of both trees: the paper's arity, the rest the defaults.
+/// The options of both trees: the paper's arity, the rest the defaults, except that the
+/// measuring clients do not rebalance on their own: the experiment rebalances once, between
+/// the 3- and the 4-master runs, and reports it.
 fn options(name: &str) -> DistOptions {
     DistOptions {
         name: name.to_string(),
         node_capacity: ARITY,
+        auto_rebalance: false,
         ..DistOptions::default()
     }
 }

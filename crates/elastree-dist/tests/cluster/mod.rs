@@ -36,6 +36,7 @@ pub fn options(name: &str, unique: bool, capacity: usize) -> DistOptions {
         max_key_len: 64,
         subtrees_per_master: 2,
         subtree_levels: None,
+        auto_rebalance: true,
         scan_chunk: 7,
         router: RouterOptions {
             op_timeout: Duration::from_secs(20),
