@@ -154,8 +154,8 @@ impl DistIndex {
             let Some(&(_, root)) = candidates.first() else {
                 break;
             };
-            let id = root.id.to_string();
-            let reply = self.call_tag("et_lower", root.token, &[id.as_bytes()], true, deadline)?;
+            let id = codec::root_arg(root.id);
+            let reply = self.call_tag("et_lower", root.token, &[&id[..]], true, deadline)?;
             let reply = codec::Reply::parse(reply)?;
             match reply.status.as_str() {
                 "LOWERED" => {
@@ -297,13 +297,13 @@ impl DistIndex {
             return Ok(false);
         };
         let token = self.token_on(to, deadline)?;
-        let id = root.id.to_string();
+        let id = codec::root_arg(root.id);
         let freeze_token = format!("mig-{}-{}", std::process::id(), token);
         let ttl = FREEZE.as_millis().to_string();
         let exported = self.call_tag(
             "et_freeze",
             root.token,
-            &[id.as_bytes(), freeze_token.as_bytes(), ttl.as_bytes()],
+            &[&id[..], freeze_token.as_bytes(), ttl.as_bytes()],
             true,
             deadline,
         )?;
@@ -319,16 +319,28 @@ impl DistIndex {
             .map(codec::bytes_of)
             .collect::<Result<_, _>>()?;
         let node_refs: Vec<&[u8]> = nodes.iter().map(Vec::as_slice).collect();
-        self.call_tag("et_import", token, &node_refs, true, deadline)?;
+        let moved = RootRef { token, id: root.id };
+        if let Err(e) = self.call_tag("et_import", token, &node_refs, true, deadline) {
+            // Give the sub-tree back to its writers now rather than when the freeze expires,
+            // and remove whatever part of the copy landed (both best effort).
+            let _ = self.drop_subtree(moved, deadline);
+            let _ = self.call_tag(
+                "et_unfreeze",
+                root.token,
+                &[&id[..], freeze_token.as_bytes()],
+                true,
+                deadline,
+            );
+            return Err(e);
+        }
         let token_s = token.to_string();
         let forwarded = self.call_tag(
             "et_forward",
             root.token,
-            &[id.as_bytes(), freeze_token.as_bytes(), token_s.as_bytes()],
+            &[&id[..], freeze_token.as_bytes(), token_s.as_bytes()],
             true,
             deadline,
         )?;
-        let moved = RootRef { token, id: root.id };
         if codec::bytes_of(&forwarded)? != b"OK" {
             // The freeze expired: drop the copy, leave the sub-tree where it is.
             self.drop_subtree(moved, deadline)?;

@@ -30,8 +30,8 @@ pub(crate) fn check(index: &DistIndex) -> Result<(), DistError> {
     let mut per_token: BTreeMap<u64, usize> = BTreeMap::new();
     for (i, entry) in top.entries.iter().enumerate() {
         let name = format!("sub-tree {}:{} (entry {i})", entry.token, entry.id);
-        let id = entry.id.to_string();
-        let reply = index.call_tag("et_export", entry.token, &[id.as_bytes()], false, deadline)?;
+        let id = codec::root_arg(entry.id);
+        let reply = index.call_tag("et_export", entry.token, &[&id[..]], false, deadline)?;
         let nodes =
             exported_nodes(&reply).map_err(|e| DistError::Corrupt(format!("{name}: {e}")))?;
         let high = top.entries.get(i + 1).map(|next| next.lo.as_slice());

@@ -17,21 +17,28 @@ pub(crate) fn fcall(name: &str, key: &str, args: &[&[u8]]) -> redis::Cmd {
 }
 
 /// A call of a sub-tree function: the tag's meta key declares the slot, then the tag, the
-/// root id and the function's own arguments.
+/// root id ([`root_arg`]) and the function's own arguments.
 pub(crate) fn subtree_call(name: &str, tag: &str, root: u64, rest: &[&[u8]]) -> redis::Cmd {
     let mut cmd = redis::cmd("FCALL");
     cmd.arg(name)
         .arg(1)
         .arg(format!("{tag}:m"))
         .arg(tag)
-        .arg(root);
+        .arg(&root_arg(root)[..]);
     for a in rest {
         cmd.arg(*a);
     }
     cmd
 }
 
-/// A sub-tree function's reply: `{status, hint_sep, hint_id, items...}`.
+/// A root id as the functions take it: its 4 big-endian bytes (node ids are u32; the top's
+/// references are checked to fit when they are parsed).
+pub(crate) fn root_arg(id: u64) -> [u8; 4] {
+    (id as u32).to_be_bytes()
+}
+
+/// A sub-tree function's reply: `{status, hint_sep, hint_id, items...}`, or a bare string,
+/// which is an OK reply without a hint whose one item is that string (`et_get`'s leaf).
 #[derive(Debug)]
 pub(crate) struct Reply {
     pub status: String,
@@ -45,6 +52,14 @@ static NIL: Value = Value::Nil;
 impl Reply {
     /// Reads a reply, taking its items without copying them.
     pub fn parse(v: Value) -> Result<Reply, DistError> {
+        if let Value::BulkString(_) = v {
+            return Ok(Reply {
+                status: "OK".into(),
+                hint_sep: Vec::new(),
+                hint_id: 0,
+                items: vec![v],
+            });
+        }
         let Value::Array(mut parts) = v else {
             return Err(DistError::Corrupt(format!(
                 "unexpected function reply {v:?}"
@@ -163,9 +178,10 @@ pub(crate) fn root_ref(root: RootRef) -> String {
 pub(crate) fn parse_root_ref(b: &[u8]) -> Option<RootRef> {
     let s = std::str::from_utf8(b).ok()?;
     let (token, id) = s.split_once(':')?;
+    let id: u32 = id.parse().ok()?;
     Some(RootRef {
         token: token.parse().ok()?,
-        id: id.parse().ok()?,
+        id: u64::from(id),
     })
 }
 

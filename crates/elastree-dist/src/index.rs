@@ -702,8 +702,8 @@ impl DistIndex {
 
     /// Deletes a sub-tree (used for an unused root and by [`DistIndex::destroy`]).
     pub(crate) fn drop_subtree(&self, root: RootRef, deadline: Instant) -> Result<(), DistError> {
-        let id = root.id.to_string();
-        self.call_tag("et_drop", root.token, &[id.as_bytes()], true, deadline)?;
+        let id = codec::root_arg(root.id);
+        self.call_tag("et_drop", root.token, &[&id[..]], true, deadline)?;
         Ok(())
     }
 

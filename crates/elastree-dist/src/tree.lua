@@ -37,10 +37,12 @@ sub-tree root to a sub-tree root starting at hint_sep: the client's top is stale
 root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-9'
+local VERSION = 'elastree-tree-10'
 
 local HDR = '>BBI2c4I4I4I4I4I4'
 local HDR_LEN = 28
+-- The header fields a scan follows leaves by: flags, n, right, low and high fence lengths.
+local LEAF_LINKS = '>xBI2c4xxxxxxxxI4I4'
 local FWD, LOWERED = 0xF0, 0xF1
 local ROOT, HIGH_INF, FROZEN = 1, 2, 4
 local ZEROS = '\0\0\0\0'
@@ -94,6 +96,12 @@ end
 -- A node id from its decimal form (an argument) / as a number (for a reply).
 local function id_of(decimal)
   return pack('>I4', tonumber(decimal))
+end
+
+-- A root id argument: the client sends the 4 bytes.
+local function root_arg(a)
+  if #a ~= 4 then error('elastree: a root id argument is 4 bytes, not ' .. #a) end
+  return a
 end
 
 local function num(id)
@@ -422,23 +430,23 @@ end
 
 -- Enters the sub-tree root `id` for the position (key, strict), moving right along the
 -- root level while the position lies beyond a root's high fence. Returns the root id and
--- view, the hint {sep, id} ({'', 0} when it did not move), or nil and the reply to return.
+-- view and the hint sep, id ('', 0 when it did not move), or nil and the reply to return.
 local function enter(P, id, key, strict)
   local v = load(P, id)
-  if v == nil then return nil, nil, nil, {'STALE', '', 0} end
-  if v.kind == FWD then return nil, nil, nil, {'FWD', '', 0, v.token, num(v.id)} end
-  if v.kind == LOWERED then return nil, nil, nil, lowered_reply(v) end
-  if not v.root or below_low(v, key, strict) then return nil, nil, nil, {'STALE', '', 0} end
+  if v == nil then return nil, nil, nil, nil, {'STALE', '', 0} end
+  if v.kind == FWD then return nil, nil, nil, nil, {'FWD', '', 0, v.token, num(v.id)} end
+  if v.kind == LOWERED then return nil, nil, nil, nil, lowered_reply(v) end
+  if not v.root or below_low(v, key, strict) then return nil, nil, nil, nil, {'STALE', '', 0} end
   local hint_sep, hint_id = '', 0
   while beyond_high(v, key, strict) do
     local rid, sep = v.right, high_of(v)
     local r = rid ~= NONE and load(P, rid) or nil
-    if r == nil then return nil, nil, nil, {'STALE', '', 0} end
-    if r.kind == FWD then return nil, nil, nil, {'FWD', sep, num(rid), r.token, num(r.id)} end
-    if r.kind == LOWERED or not r.root then return nil, nil, nil, {'STALE', sep, num(rid)} end
+    if r == nil then return nil, nil, nil, nil, {'STALE', '', 0} end
+    if r.kind == FWD then return nil, nil, nil, nil, {'FWD', sep, num(rid), r.token, num(r.id)} end
+    if r.kind == LOWERED or not r.root then return nil, nil, nil, nil, {'STALE', sep, num(rid)} end
     id, v, hint_sep, hint_id = rid, r, sep, num(rid)
   end
-  return id, v, {hint_sep, hint_id}, nil
+  return id, v, hint_sep, hint_id, nil
 end
 
 -- The entry of inner node v whose child covers the position.
@@ -502,24 +510,27 @@ end
 ---------------------------------------------------------------------------------------------
 -- The operations
 
--- et_get(KEYS: P:m; ARGV: P, root, key) -> {OK, hs, hid, leaf bytes}: the leaf covering the
--- key; the client searches it.
+-- et_get(KEYS: P:m; ARGV: P, root, key) -> the bytes of the leaf covering the key, which the
+-- client searches (or {OK, hs, hid, leaf bytes} when the call moved right: a reply element
+-- costs more than the bytes).
 local function et_get(keys, args)
   local P, key = args[1], args[3]
   local kz = key .. ZEROS
-  local _, v, hint, err = enter(P, id_of(args[2]), key, false)
+  local _, v, hs, hid, err = enter(P, root_arg(args[2]), key, false)
   if err then return err end
+  local s = v.s
   while v.kind > 0 do
     local id = v.kids[child_for(v, key, kz, false)]
-    local s = redis.call('GET', P .. ':n:' .. id)
+    s = redis.call('GET', P .. ':n:' .. id)
     if not s then error('elastree: missing node ' .. num(id) .. ' in ' .. P) end
     v = cache[s]
     if v == nil then
-      if byte(s, 1) == 0 then return {'OK', hint[1], hint[2], s} end
+      if byte(s, 1) == 0 then break end
       v = inner_view(s)
     end
   end
-  return {'OK', hint[1], hint[2], v.s}
+  if hid == 0 then return s end
+  return {'OK', hs, hid, s}
 end
 
 -- Splits node views[level] if it overflows, up the path, storing what changed. An
@@ -571,27 +582,31 @@ local function et_put(keys, args)
   local P, key, tid, cap = args[1], args[3], args[4], tonumber(args[5])
   local allow_post, mode, max_levels = args[6] == '1', args[7], tonumber(args[8])
   local kz = key .. ZEROS
-  local id, v, hint, err = enter(P, id_of(args[2]), key, false)
+  local id, v, hs, hid, err = enter(P, root_arg(args[2]), key, false)
   if err then return err end
   if freeze_of(P, id, v) then return {'BUSY', '', 0} end
   local ids, views, pos = descend(P, id, v, key, kz, false)
   local leaf = views[#views]
   local i = bound(leaf, key, kz, false)
   if holds(leaf, i, key) then
-    local old = tid_at(leaf, i)
-    if mode == 'u' and old ~= tid then store(P, ids[#ids], with_tid(leaf, i, tid)) end
-    return {'OK', hint[1], hint[2], old}
+    local rec = record(leaf, i)
+    local old = sub(leaf.s, rec, rec + 7)
+    if mode == 'u' and old ~= tid then
+      -- In place: building the new bytes in Lua costs more than the call.
+      redis.call('SETRANGE', node_key(P, ids[#ids]), rec - 1, tid)
+    end
+    return {'OK', hs, hid, old}
   end
   add_count(P, 1)
   local s = with_entry(leaf, i, key, tid)
   if leaf.n < cap then
     store(P, ids[#ids], s)
-    return {'OK', hint[1], hint[2]}
+    return {'OK', hs, hid}
   end
   views[#views] = view(s)
   local post = split_up(P, ids, views, pos, cap, allow_post, max_levels)
-  if post then return {'OK', hint[1], hint[2], false, post[1], post[2]} end
-  return {'OK', hint[1], hint[2]}
+  if post then return {'OK', hs, hid, false, post[1], post[2]} end
+  return {'OK', hs, hid}
 end
 
 -- Merges underfull nodes up the path after a removal, storing what changed.
@@ -648,19 +663,19 @@ local function et_del(keys, args)
   local P, key = args[1], args[3]
   local min_fill, cap, expected = tonumber(args[4]), tonumber(args[5]), args[6]
   local kz = key .. ZEROS
-  local id, v, hint, err = enter(P, id_of(args[2]), key, false)
+  local id, v, hs, hid, err = enter(P, root_arg(args[2]), key, false)
   if err then return err end
   if freeze_of(P, id, v) then return {'BUSY', '', 0} end
   local ids, views, pos = descend(P, id, v, key, kz, false)
   local leaf = views[#views]
   local i = bound(leaf, key, kz, false)
-  if not holds(leaf, i, key) then return {'OK', hint[1], hint[2]} end
+  if not holds(leaf, i, key) then return {'OK', hs, hid} end
   local old = tid_at(leaf, i)
-  if expected ~= '' and old ~= expected then return {'OK', hint[1], hint[2], old, '0'} end
+  if expected ~= '' and old ~= expected then return {'OK', hs, hid, old, '0'} end
   add_count(P, -1)
   views[#views] = view(without_entry(leaf, i))
   merge_up(P, ids, views, pos, min_fill, cap)
-  return {'OK', hint[1], hint[2], old, '1'}
+  return {'OK', hs, hid, old, '1'}
 end
 
 -- et_scan(KEYS: P:m; ARGV: P, root, dir, max, pos_has, pos_key, pos_strict, stop_has,
@@ -678,23 +693,41 @@ local function et_scan(keys, args)
   if args[8] == '1' then stop = args[9] end
   if dir == 'a' and key == nil then key = '' end
   local kz = key and (key .. ZEROS)
-  local id, root, hint, err = enter(P, id_of(args[2]), key, strict)
+  local id, root, hs, hid, err = enter(P, root_arg(args[2]), key, strict)
   if err then return err end
-  local ids, views, pos = descend(P, id, root, key, kz, strict)
-  local leaf = views[#views]
-  local out = {'OK', hint[1], hint[2], leaf.s}
+  local out = {'OK', hs, hid}
   local held = 0
   if dir == 'a' then
+    -- Ascending: the leaves' right links, reading only the header fields needed.
+    local s = root.s
+    local v = root
+    while v.kind > 0 do
+      s = redis.call('GET', P .. ':n:' .. v.kids[child_for(v, key, kz, false)])
+      if not s then error('elastree: missing node in ' .. P) end
+      v = cache[s]
+      if v == nil then
+        if byte(s, 1) == 0 then break end
+        v = inner_view(s)
+      end
+    end
+    out[4] = s
     local root_hi = high_of(root)
+    local first = true
     while true do
-      local hi = high_of(leaf)
-      if hi == nil or hi == root_hi or held >= max or leaf.right == NONE then break end
-      if stop ~= nil and lt(stop, hi) then break end
-      leaf = load_below(P, leaf.right)
-      out[#out + 1] = leaf.s
-      held = held + leaf.n
+      local flags, n, right, ll, hl = unpack(LEAF_LINKS, s)
+      if first then first = false else held = held + n end
+      if held >= max or has(flags, HIGH_INF) or right == NONE then break end
+      local hi = sub(s, HDR_LEN + ll + 1, HDR_LEN + ll + hl)
+      if hi == root_hi or (stop ~= nil and lt(stop, hi)) then break end
+      s = redis.call('GET', P .. ':n:' .. right)
+      if not s then error('elastree: missing node ' .. num(right) .. ' in ' .. P) end
+      out[#out + 1] = s
     end
   else
+    -- Descending: the path's left neighbours (leaves link only rightwards).
+    local ids, views, pos = descend(P, id, root, key, kz, strict)
+    local leaf = views[#views]
+    out[4] = leaf.s
     while held < max do
       local lo = low_of(leaf)
       if stop ~= nil and not lt(stop, lo) then break end
@@ -744,7 +777,7 @@ end
 -- et_export(KEYS: P:m; ARGV: P, root) -> {OK, count, id1, bytes1, ...} | {MISSING} | {MARKER}:
 -- every node of the sub-tree, for the client's invariant check.
 local function et_export(keys, args)
-  local P, id = args[1], id_of(args[2])
+  local P, id = args[1], root_arg(args[2])
   local root = load(P, id)
   if root == nil then return {'MISSING'} end
   if root.kind >= FWD then return {'MARKER'} end
@@ -756,7 +789,7 @@ end
 -- et_freeze(KEYS: P:m; ARGV: P, root, holder, ttl_ms) -> {OK, count, id1, bytes1, ...}:
 -- freezes the sub-tree (writes answer BUSY until the deadline) and exports its nodes.
 local function et_freeze(keys, args)
-  local P, id, holder, ttl = args[1], id_of(args[2]), args[3], tonumber(args[4])
+  local P, id, holder, ttl = args[1], root_arg(args[2]), args[3], tonumber(args[4])
   local root = load(P, id)
   if root == nil or root.kind >= FWD or not root.root then return {'STALE'} end
   local f = freeze_of(P, id, root)
@@ -794,7 +827,7 @@ end
 -- by `holder`, replaces its root by a forwarding marker to new_token and deletes its other
 -- nodes.
 local function et_forward(keys, args)
-  local P, id, holder, new_token = args[1], id_of(args[2]), args[3], args[4]
+  local P, id, holder, new_token = args[1], root_arg(args[2]), args[3], args[4]
   local root = load(P, id)
   if root == nil or root.kind >= FWD then return 'EXPIRED' end
   local f = freeze_of(P, id, root)
@@ -814,7 +847,7 @@ end
 -- et_unfreeze(KEYS: P:m; ARGV: P, root, holder): lifts a freeze this holder made (a
 -- migration that gave up).
 local function et_unfreeze(keys, args)
-  local P, id, holder = args[1], id_of(args[2]), args[3]
+  local P, id, holder = args[1], root_arg(args[2]), args[3]
   local f = redis.call('HGET', P .. ':m', 'frz:' .. id)
   if f and string.match(f, '^%d+:(.*)$') == holder then
     redis.call('HDEL', P .. ':m', 'frz:' .. id)
@@ -830,7 +863,7 @@ end
 -- moves below this root: its children become sub-tree roots (chained by right links) and the
 -- root becomes a lowered marker. A leaf root cannot be lowered: {LEAF}.
 local function et_lower(keys, args)
-  local P, id = args[1], id_of(args[2])
+  local P, id = args[1], root_arg(args[2])
   local root = load(P, id)
   if root == nil or root.kind >= FWD or not root.root then return {'STALE'} end
   if freeze_of(P, id, root) then return {'BUSY'} end
@@ -857,7 +890,7 @@ end
 
 -- et_drop(KEYS: P:m; ARGV: P, root): deletes a sub-tree (or a marker).
 local function et_drop(keys, args)
-  local P, id = args[1], id_of(args[2])
+  local P, id = args[1], root_arg(args[2])
   local root = load(P, id)
   if root == nil then return 0 end
   local ids = {id}

@@ -140,3 +140,67 @@ fn a_stopped_cluster_gives_the_typed_error_within_the_timeout() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_frozen_sub_tree_refuses_writes_until_its_holder_lifts_the_freeze() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("freeze");
+    let options = DistOptions {
+        router: RouterOptions {
+            op_timeout: Duration::from_millis(800),
+            ..RouterOptions::default()
+        },
+        ..cluster::options(&name, true, 16)
+    };
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    index.insert(&key(1), 1).unwrap();
+    // Freeze the only sub-tree as a migration would (holder "test", for a minute), through
+    // the function library directly.
+    let entry = index.top_entries()[0].clone();
+    let tag = format!("{{et:{name}:{}}}", entry.token);
+    let root = (entry.id as u32).to_be_bytes();
+    let fcall = |function: &str, args: &[&[u8]]| -> redis::Value {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(function)
+            .arg(1)
+            .arg(format!("{tag}:m"))
+            .arg(&tag)
+            .arg(&root[..]);
+        for a in args {
+            cmd.arg(*a);
+        }
+        // The master that owns the tag answers; the others redirect.
+        cluster
+            .masters()
+            .unwrap()
+            .into_iter()
+            .find_map(|port| {
+                let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
+                let mut con = client.get_connection().ok()?;
+                cmd.query(&mut con).ok()
+            })
+            .expect("the tag's master answers")
+    };
+    fcall("et_freeze", &[b"test", b"60000"]);
+    let began = Instant::now();
+    match index.insert(&key(2), 2) {
+        Err(Error::Unavailable(msg)) => assert!(msg.contains("frozen"), "{msg}"),
+        other => panic!("a write into a frozen sub-tree: {other:?}"),
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(index.get(&key(1)).unwrap(), Some(1), "reads go on");
+    // Another holder cannot lift it; its own can.
+    fcall("et_unfreeze", &[b"someone else"]);
+    assert!(index.insert(&key(2), 2).is_err());
+    fcall("et_unfreeze", &[b"test"]);
+    assert_eq!(index.insert(&key(2), 2).unwrap(), None);
+    index.check().unwrap();
+    assert_eq!(index.len(), 2);
+    index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
