@@ -21,6 +21,7 @@ use redis::Value;
 use crate::codec;
 use crate::error::DistError;
 use crate::index::{DistIndex, RootRef};
+use crate::node::NodeView;
 use crate::router::Request;
 use crate::slots::slot_of;
 
@@ -318,6 +319,12 @@ impl DistIndex {
             .iter()
             .map(codec::bytes_of)
             .collect::<Result<_, _>>()?;
+        // The copy cuts right links that leave the sub-tree, and a sibling that a split of
+        // this root created but whose post to the top failed is reachable only through that
+        // link: post it first (idempotent), or its keys would be lost to every reader.
+        if let Some(root_bytes) = nodes.get(2) {
+            self.post_unposted_sibling(root, root_bytes, deadline)?;
+        }
         let node_refs: Vec<&[u8]> = nodes.iter().map(Vec::as_slice).collect();
         let moved = RootRef { token, id: root.id };
         if let Err(e) = self.call_tag("et_import", token, &node_refs, true, deadline) {
@@ -349,6 +356,67 @@ impl DistIndex {
         // Point the top at the new place (the old one forwards meanwhile).
         self.set_top_entry(&lo, root, moved, deadline)?;
         Ok(true)
+    }
+
+    /// If the (frozen) sub-tree root `root`, stored as `bytes`, has a finite high fence that
+    /// no top entry starts at, its right link leads to a sibling sub-tree whose post never
+    /// reached the top: posts it.
+    fn post_unposted_sibling(
+        &self,
+        root: RootRef,
+        bytes: &[u8],
+        deadline: Instant,
+    ) -> Result<(), DistError> {
+        let view = NodeView::parse(bytes)?;
+        let Some(high) = view.high() else {
+            return Ok(());
+        };
+        self.refresh_top(deadline)?;
+        if self.cached_top().entries.iter().any(|e| e.lo == high) {
+            return Ok(());
+        }
+        if view.right() == 0 {
+            return Err(DistError::Corrupt(format!(
+                "sub-tree {}:{} ends at {high:?} but neither the top nor a right link goes on",
+                root.token, root.id
+            )));
+        }
+        let sibling = RootRef {
+            token: root.token,
+            id: u64::from(view.right()),
+        };
+        self.post(high, sibling, deadline)
+    }
+
+    /// Moves the sub-tree covering `key` to the master at `to` ("host:port", one that owns
+    /// slots), e.g. to drain a master before it leaves. Returns false if it could not (the
+    /// sub-tree is being moved or changed by someone else; try again) or it is there already.
+    pub fn move_subtree(&self, key: &[u8], to: &str) -> Result<bool, DistError> {
+        let deadline = Instant::now() + self.options.router.op_timeout.max(Duration::from_secs(60));
+        self.router.refresh_until(deadline)?;
+        if !self.router.masters().iter().any(|m| m == to) {
+            return Err(DistError::Invalid(format!(
+                "{to} is not a master that owns slots"
+            )));
+        }
+        self.refresh_top(deadline)?;
+        let top = self.cached_top();
+        let Some(entry) = top.entries.get(top.covering(key)) else {
+            return Err(DistError::Invalid("the index has no sub-tree".into()));
+        };
+        let root = RootRef {
+            token: entry.token,
+            id: entry.id,
+        };
+        let here = self
+            .router
+            .slot_map()
+            .owner(slot_of(self.subtree_tag(root.token).as_bytes()))
+            .map(|o| o.addr.clone());
+        if here.as_deref() == Some(to) {
+            return Ok(false);
+        }
+        self.migrate(root, to, deadline)
     }
 
     /// Compare-and-set of one top entry from `from` to `to`, then a re-read of the top.

@@ -204,3 +204,88 @@ fn a_frozen_sub_tree_refuses_writes_until_its_holder_lifts_the_freeze() {
     index.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }
+
+/// Caught in a failover run: a root split whose post to the top was lost (its master had
+/// just died) leaves the new sub-tree reachable only through the old root's right link; a
+/// migration of the old root cut that link and the new sub-tree's keys could no longer be
+/// read. A migration now posts such a sibling first.
+#[test]
+fn moving_a_sub_tree_keeps_a_sibling_whose_post_was_lost() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("lostpost");
+    let options = DistOptions {
+        subtrees_per_master: 5,
+        router: RouterOptions {
+            op_timeout: Duration::from_secs(3),
+            ..RouterOptions::default()
+        },
+        ..cluster::options(&name, true, 4)
+    };
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    index.insert(&key(10), 10).unwrap();
+    // Split the only root into two sub-tree roots through the function library, as a
+    // client would, but never post the new root.
+    let entry = index.top_entries()[0].clone();
+    let tag = format!("{{et:{name}:{}}}", entry.token);
+    let root = (entry.id as u32).to_be_bytes();
+    let owner = cluster
+        .masters()
+        .unwrap()
+        .into_iter()
+        .find(|&port| {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+            let mut con = client.get_connection().unwrap();
+            redis::cmd("EXISTS")
+                .arg(format!("{tag}:m"))
+                .query::<i64>(&mut con)
+                .is_ok_and(|n| n == 1)
+        })
+        .expect("the tag's master");
+    let client = redis::Client::open(format!("redis://127.0.0.1:{owner}/")).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let mut split = false;
+    for k in 11..20u64 {
+        let reply: Vec<redis::Value> = redis::cmd("FCALL")
+            .arg("et_put")
+            .arg(1)
+            .arg(format!("{tag}:m"))
+            .arg(&tag)
+            .arg(&root[..])
+            .arg(&key(k)[..])
+            .arg(&k.to_be_bytes()[..])
+            .arg("4")
+            .arg("1")
+            .arg("u")
+            .arg("9")
+            .query(&mut con)
+            .unwrap();
+        split |= reply.len() >= 6;
+    }
+    assert!(split, "the root split into two sub-tree roots");
+    assert_eq!(
+        index.top_entries().len(),
+        1,
+        "and the new one was not posted"
+    );
+    let elsewhere = cluster
+        .masters()
+        .unwrap()
+        .into_iter()
+        .find(|&port| port != owner)
+        .unwrap();
+    assert!(index
+        .move_subtree(&key(10), &format!("127.0.0.1:{elsewhere}"))
+        .unwrap());
+    for k in 10..20u64 {
+        assert_eq!(
+            index.get(&key(k)).unwrap(),
+            Some(k),
+            "key {k} after the move"
+        );
+    }
+    index.check().unwrap();
+    assert_eq!(index.len(), 10);
+    index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
