@@ -605,11 +605,9 @@ impl BenchIndex for Elastree {
     }
 
     fn self_reported_bytes(&self) -> Option<usize> {
-        match &self.index {
-            Held::Local(index) => Some(index.memory().total()),
-            // The client holds only its cached top; the tree is in the cluster's memory.
-            Held::Cluster(_) => None,
-        }
+        // A distributed tree reports what it takes on the cluster's masters (one copy;
+        // replicas hold more), as Redis counts it per key.
+        Some(self.index().memory().total()).filter(|&b| b > 0)
     }
 
     fn quiesce(&self) {

@@ -23,7 +23,7 @@
 //! | `mops_min` | number or null | the slowest repetition's throughput |
 //! | `mops_max` | number or null | the fastest repetition's throughput |
 //! | `bytes_per_key_alloc` | number or null | bytes the loaded index holds according to the counting global allocator, divided by `n` |
-//! | `bytes_per_key_self` | number or null | bytes the index reports for itself (its own accounting), divided by `n` |
+//! | `bytes_per_key_self` | number or null | bytes the index reports for itself (its own accounting; for the distributed kinds, on the cluster's masters), divided by `n` |
 //! | `peak_rss_bytes` | integer or null | the process's peak RSS while this index ran on this key set at this thread count (includes the key set and operation streams) |
 //! | `p50_ns`, `p99_ns`, `max_ns` | integer or null | median, 99th percentile and largest latency of one operation, in nanoseconds, over every 16th operation of every repetition: one insert, lookup or remove; one whole scan for `scan` and `scan-desc`; one operation of whatever kind for YCSB (a YCSB-E scan is one operation). `null` for a bulk load (the sorted array) |
 //! | `unit` | string | what the throughput counts: `ops`, or `keys` for `scan` and `scan-desc` (keys visited) |
@@ -377,7 +377,8 @@ pub fn render_table(rows: &[Measurement]) -> String {
         "* scan and scan-desc throughput counts keys visited per second. Ratios compare medians with the \
          btreemap row of the same keys and workload.\n\
          B/key alloc: bytes the loaded index allocated (counting allocator) / keys; B/key self: \
-         the index's own accounting.\n\
+         the index's own accounting (for dist and dist-baseline: what the tree takes on the \
+         cluster's masters, one copy, as Redis counts each key).\n\
          peak RSS: process high-water mark during that index's runs, reset at their start; it \
          includes the key set and operation streams.\n",
     );

@@ -424,6 +424,47 @@ impl BaselineIndex {
         Ok(())
     }
 
+    /// The bytes the tree takes on the cluster's masters, as Redis counts them (`MEMORY
+    /// USAGE` of every node key, by level, and of its root, id counter and settings keys in
+    /// `aux`): one round trip per node.
+    pub fn server_memory(&self) -> Result<MemoryUsage, DistError> {
+        let deadline = self.deadline() + self.options.router.op_timeout * 10;
+        let mut contacted = Vec::new();
+        let usage = |key: &str, contacted: &mut Vec<String>| -> Result<usize, DistError> {
+            let mut cmd = redis::cmd("MEMORY");
+            cmd.arg("USAGE").arg(key);
+            match self.run(key, cmd, false, deadline, contacted)? {
+                Value::Int(n) => Ok(n.max(0) as usize),
+                _ => Ok(0),
+            }
+        };
+        let mut total = MemoryUsage::default();
+        for suffix in ["root", "next", "conf"] {
+            total.aux += usage(&self.key(suffix), &mut contacted)?;
+        }
+        let mut level_start = self.read_root(deadline, &mut contacted)?;
+        while level_start != 0 {
+            let mut below = 0;
+            let mut id = level_start;
+            while id != 0 {
+                let bytes = self.read_node(id, deadline, &mut contacted)?;
+                let node = NodeView::parse(&bytes)?;
+                let used = usage(&self.node_key(id), &mut contacted)?;
+                if node.is_leaf() {
+                    total.leaves += used;
+                } else {
+                    total.inner += used;
+                    if below == 0 && node.len() > 0 {
+                        below = u64::from(node.child(0));
+                    }
+                }
+                id = u64::from(node.right());
+            }
+            level_start = below;
+        }
+        Ok(total)
+    }
+
     /// Walks every level left to right and checks each node's own invariants, levels,
     /// capacities, and that the right links of a level cover the key space without gaps;
     /// returns the number of entries.
@@ -633,8 +674,10 @@ impl BaselineIndex {
         self.walk_check().unwrap_or(0)
     }
 
+    /// `Index::memory`: [`BaselineIndex::server_memory`] (nothing when the cluster cannot be
+    /// reached; the client caches nothing).
     fn index_memory(&self) -> MemoryUsage {
-        MemoryUsage::default()
+        self.server_memory().unwrap_or_default()
     }
 
     fn index_check(&self) -> Result<(), DistError> {

@@ -693,6 +693,52 @@ impl DistIndex {
         Ok(total.max(0) as usize)
     }
 
+    /// The bytes the index takes on the cluster's masters, as Redis counts them
+    /// (`MEMORY USAGE`: value, key and per-key overhead; the growth of `used_memory_dataset`
+    /// matches it): inner nodes, leaves, and in `aux` the tags' meta hashes, the top, the
+    /// settings and markers at sub-tree roots. Every replica holds as much again. Walks every
+    /// sub-tree (one round trip each); markers that moves and cut-off changes left behind
+    /// roots no longer in the top (one small key each) are not counted.
+    pub fn server_memory(&self) -> Result<MemoryUsage, DistError> {
+        let deadline = self.deadline();
+        self.refresh_top(deadline)?;
+        let mut total = MemoryUsage::default();
+        let top = self.cached_top();
+        for entry in &top.entries {
+            let id = codec::root_arg(entry.id);
+            let reply = self.call_tag("et_memory", entry.token, &[&id[..]], false, deadline)?;
+            let Value::Array(parts) = &reply else {
+                return Err(DistError::Corrupt(format!("et_memory answered {reply:?}")));
+            };
+            let part = |i: usize| -> Result<usize, DistError> {
+                Ok(codec::int(parts.get(i).unwrap_or(&Value::Int(0)))?.max(0) as usize)
+            };
+            total.inner += part(0)?;
+            total.leaves += part(1)?;
+            total.aux += part(2)?;
+        }
+        let t = self.top_tag();
+        let mut keys = vec![format!("{t}:top"), format!("{t}:conf")];
+        keys.extend(
+            top.tokens()
+                .iter()
+                .map(|&token| format!("{}:m", self.subtree_tag(token))),
+        );
+        for key in keys {
+            let mut usage = redis::cmd("MEMORY");
+            usage.arg("USAGE").arg(&key);
+            let (replies, _) = self.router.run(
+                slot_of(key.as_bytes()),
+                &Request::read(vec![usage]),
+                deadline,
+            )?;
+            if let Value::Int(n) = replies[0] {
+                total.aux += n.max(0) as usize;
+            }
+        }
+        Ok(total)
+    }
+
     /// Walks every sub-tree and checks the invariants of the whole index: each sub-tree's
     /// nodes (on its master), the top's entries against the sub-tree roots' fences, and the
     /// entry counts. Call it while no writer runs.
@@ -975,13 +1021,17 @@ impl DistIndex {
         self.try_len().unwrap_or(0)
     }
 
-    /// `Index::memory`: the client's own bytes (the cached top); the tree itself is in
-    /// the cluster's memory.
+    /// `Index::memory`: [`DistIndex::server_memory`] and, in `aux`, the client's cached top
+    /// (only the latter when the cluster cannot be reached).
     fn index_memory(&self) -> MemoryUsage {
-        MemoryUsage {
+        let client = MemoryUsage {
             inner: 0,
             leaves: 0,
             aux: self.cached_top().bytes(),
+        };
+        match self.server_memory() {
+            Ok(server) => server + client,
+            Err(_) => client,
         }
     }
 

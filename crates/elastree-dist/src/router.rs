@@ -21,7 +21,7 @@ use crate::slots::{SlotMap, SLOTS};
 /// The function library's source and the version string `et_version` returns.
 pub(crate) const LIBRARY: &str = include_str!("tree.lua");
 /// Must equal `VERSION` in tree.lua.
-pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-10";
+pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-11";
 
 /// Timeouts and durability settings of a connection to a cluster.
 #[derive(Debug, Clone)]

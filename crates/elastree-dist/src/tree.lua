@@ -37,7 +37,7 @@ sub-tree root to a sub-tree root starting at hint_sep: the client's top is stale
 root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-10'
+local VERSION = 'elastree-tree-11'
 
 local HDR = '>BBI2c4I4I4I4I4I4'
 local HDR_LEN = 28
@@ -883,6 +883,36 @@ local function et_lower(keys, args)
   return lowered_reply(m)
 end
 
+-- et_memory(KEYS: P:m; ARGV: P, root) -> {inner bytes, leaf bytes, marker bytes}: what the
+-- sub-tree's node keys take on this master by MEMORY USAGE (value, key and Redis's own
+-- per-key overhead); a root that is a marker counts as marker bytes.
+local function et_memory(keys, args)
+  local P = args[1]
+  local inner, leaves, markers = 0, 0, 0
+  local ids, i = {root_arg(args[2])}, 1
+  while i <= #ids do
+    local k = node_key(P, ids[i])
+    local s = redis.call('GET', k)
+    if s then
+      local bytes = redis.call('MEMORY', 'USAGE', k)
+      local kind = byte(s, 1)
+      if kind == 0 then
+        leaves = leaves + bytes
+      elseif kind < FWD then
+        inner = inner + bytes
+        local v = node_view(s, kind)
+        for j = 1, v.n do ids[#ids + 1] = child(v, j) end
+      else
+        markers = markers + bytes
+      end
+    elseif i > 1 then
+      error('elastree: missing node ' .. num(ids[i]) .. ' in ' .. P)
+    end
+    i = i + 1
+  end
+  return {inner, leaves, markers}
+end
+
 -- et_tag_count(KEYS: P:m) -> entries held by the tag's sub-trees
 local function et_tag_count(keys, args)
   return tonumber(redis.call('HGET', keys[1], 'count') or '0')
@@ -1056,6 +1086,7 @@ register('et_import', et_import)
 register('et_forward', et_forward)
 register('et_unfreeze', et_unfreeze)
 register('et_lower', et_lower)
+register('et_memory', et_memory, true)
 register('et_tag_count', et_tag_count, true)
 register('et_drop', et_drop)
 register('et_top', et_top, true)
