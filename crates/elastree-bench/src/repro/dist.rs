@@ -390,6 +390,51 @@ fn find(
     })
 }
 
+/// Share of index operations that write (and so also wait for a replica) in each workload
+/// the throughput target names: YCSB A updates half its operations, E inserts 5%.
+const WRITE_SHARE: [(Ycsb, f64); 2] = [(Ycsb::A, 0.5), (Ycsb::E, 0.05)];
+
+/// What round trips alone allow (3 masters, one thread): if every round trip cost the same
+/// and nothing else did, `dist`'s throughput over `dist-baseline`'s would be (baseline RT/op +
+/// w) / (`dist` RT/op + w), w the share of operations that also wait for a replica's
+/// acknowledgement (one more round trip, on either tree). And what a `dist` call costs here,
+/// in the baseline's round trips, from YCSB C (reads only).
+fn round_trip_bound(rows: &[Row]) -> String {
+    let at = |index, y| find(rows, index, MASTERS[0], 1, y);
+    let bounds: Vec<String> = WRITE_SHARE
+        .iter()
+        .filter_map(|&(y, w)| {
+            let d = at(IndexKind::Dist, y)?.round_trips_per_op?;
+            let b = at(IndexKind::DistBaseline, y)?.round_trips_per_op?;
+            Some(format!(
+                "{y} {:.1}x ({b:.2} vs {d:.2} round trips per operation, w = {w})",
+                (b + w) / (d + w)
+            ))
+        })
+        .collect();
+    let call_cost = (|| {
+        let d = at(IndexKind::Dist, Ycsb::C)?;
+        let b = at(IndexKind::DistBaseline, Ycsb::C)?;
+        let (d_ops, b_ops) = (d.median()?, b.median()?);
+        let b_rt = b.round_trips_per_op?;
+        // Time per `dist` operation over time per baseline round trip.
+        Some((b_ops * b_rt) / (d_ops * d.round_trips_per_op?))
+    })();
+    format!(
+        "What round trips allow: with round trips costing the same and nothing else costing \
+         anything (a slow network), `dist` over `dist-baseline` would be (baseline RT/op + w) / \
+         (`dist` RT/op + w), w the share of operations that also wait for a replica (one more \
+         round trip on either tree): {} on {} masters. So 5x on A is out of reach of any \
+         network for a baseline of height 4, which needs 4.5 round trips per A operation. On \
+         this machine's loopback a `dist` round trip is not a baseline round trip: on YCSB C a \
+         `dist` call took as long as {} of the baseline's round trips (its Redis Function \
+         does the descent that the baseline's client does).\n",
+        bounds.join(", "),
+        MASTERS[0],
+        call_cost.map_or("-".into(), |c| format!("{c:.1}")),
+    )
+}
+
 /// Round trips per operation of `index` over the point workloads (A, B, C, D, F) at every
 /// cluster size and thread count: the operations-weighted mean, and the per-cluster-size
 /// means.
@@ -706,8 +751,9 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
          about one round trip per operation after the scale-out, not more throughput."
     );
 
+    let bound = round_trip_bound(rows);
     let failures = rows.iter().filter(|r| r.status != "ok").count();
-    let summary = format!("{how}\n{table}\n{targets_md}",);
+    let summary = format!("{how}\n{table}\n{targets_md}\n{bound}");
     let mut facts = vec![
         "cluster: local Redis Cluster started by the experiment, 3 masters with 1 replica \
          each (writes acknowledged after `WAIT 1`), then a 4th master; all on 127.0.0.1"

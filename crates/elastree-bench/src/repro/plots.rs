@@ -14,10 +14,11 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 /// The font family the plots use, registered from the embedded DejaVu Sans.
 const FONT: &str = "sans-serif";
 
-/// Size of every plot, in pixels, and the width of its legend column.
+/// Size of every plot, in pixels, and the width of its legend column (room for a name like
+/// "dist-baseline, 4 masters").
 const WIDTH: u32 = 1100;
 const HEIGHT: u32 = 560;
-const LEGEND_WIDTH: u32 = 170;
+const LEGEND_WIDTH: u32 = 240;
 
 /// Registers the embedded font with plotters once.
 fn ensure_font() -> Result<(), String> {
