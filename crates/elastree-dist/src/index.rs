@@ -74,8 +74,8 @@ impl Default for DistOptions {
 }
 
 /// Entries a sub-tree of full nodes may hold at most under the default
-/// [`DistOptions::subtree_levels`]: 2^18, about 8 MiB of 8-byte keys, which a migration copies
-/// in well under a second.
+/// [`DistOptions::subtree_levels`]: 2^18, about 8 MiB of pages for 8-byte keys, which is what a
+/// migration of the sub-tree copies through the client while writers to it wait.
 pub const SUBTREE_ENTRIES: usize = 1 << 18;
 
 impl DistOptions {
