@@ -478,6 +478,23 @@ local function descend(P, id, v, key, kz, strict)
   return ids, views, pos
 end
 
+-- The bytes of the leaf under sub-tree root v covering key (not strict): the reads' descent,
+-- which needs no path and no view of the leaf.
+local function leaf_bytes(P, v, key, kz)
+  local s = v.s
+  while v.kind > 0 do
+    local id = v.kids[child_for(v, key, kz, false)]
+    s = redis.call('GET', P .. ':n:' .. id)
+    if not s then error('elastree: missing node ' .. num(id) .. ' in ' .. P) end
+    v = cache[s]
+    if v == nil then
+      if byte(s, 1) == 0 then break end
+      v = inner_view(s)
+    end
+  end
+  return s
+end
+
 -- Moves the path to the leaf left of its current one, inside the sub-tree; nil at its first.
 local function prev_leaf(P, ids, views, pos)
   local d = #ids - 1
@@ -518,17 +535,7 @@ local function et_get(keys, args)
   local kz = key .. ZEROS
   local _, v, hs, hid, err = enter(P, root_arg(args[2]), key, false)
   if err then return err end
-  local s = v.s
-  while v.kind > 0 do
-    local id = v.kids[child_for(v, key, kz, false)]
-    s = redis.call('GET', P .. ':n:' .. id)
-    if not s then error('elastree: missing node ' .. num(id) .. ' in ' .. P) end
-    v = cache[s]
-    if v == nil then
-      if byte(s, 1) == 0 then break end
-      v = inner_view(s)
-    end
-  end
+  local s = leaf_bytes(P, v, key, kz)
   if hid == 0 then return s end
   return {'OK', hs, hid, s}
 end
@@ -699,17 +706,7 @@ local function et_scan(keys, args)
   local held = 0
   if dir == 'a' then
     -- Ascending: the leaves' right links, reading only the header fields needed.
-    local s = root.s
-    local v = root
-    while v.kind > 0 do
-      s = redis.call('GET', P .. ':n:' .. v.kids[child_for(v, key, kz, false)])
-      if not s then error('elastree: missing node in ' .. P) end
-      v = cache[s]
-      if v == nil then
-        if byte(s, 1) == 0 then break end
-        v = inner_view(s)
-      end
-    end
+    local s = leaf_bytes(P, root, key, kz)
     out[4] = s
     local root_hi = high_of(root)
     local first = true

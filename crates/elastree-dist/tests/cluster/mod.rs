@@ -75,3 +75,35 @@ pub fn keys_matching(cluster: &LocalCluster, pattern: &str) -> usize {
         })
         .sum()
 }
+
+/// Calls the library function `function` on the sub-tree root `root` of tag `tag` (its meta
+/// key declares the slot; the root id goes as its 4 bytes), then `args`, on whichever master
+/// owns the tag (the others redirect): what a client sends, for tests that must reach past
+/// the client.
+pub fn fcall(
+    cluster: &LocalCluster,
+    tag: &str,
+    function: &str,
+    root: u64,
+    args: &[&[u8]],
+) -> redis::Value {
+    let mut cmd = redis::cmd("FCALL");
+    cmd.arg(function)
+        .arg(1)
+        .arg(format!("{tag}:m"))
+        .arg(tag)
+        .arg(&(root as u32).to_be_bytes()[..]);
+    for a in args {
+        cmd.arg(*a);
+    }
+    cluster
+        .masters()
+        .unwrap()
+        .into_iter()
+        .find_map(|port| {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
+            let mut con = client.get_connection().ok()?;
+            cmd.query(&mut con).ok()
+        })
+        .expect("the tag's master answers")
+}
