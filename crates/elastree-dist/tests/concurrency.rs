@@ -1,7 +1,7 @@
 //! Several clients at once: writers inserting and removing, scanners checking order and that
-//! keys present throughout are always seen, and a rebalance (cut-off lowered, sub-trees
-//! moved) running in the middle of it. At the end every acknowledged key is present exactly
-//! once and the invariants hold.
+//! keys present throughout are always seen, a rebalance (cut-off lowered, sub-trees moved)
+//! running in the middle of it and a mover shifting random sub-trees between masters all
+//! along. At the end every acknowledged key is present exactly once and the invariants hold.
 
 mod cluster;
 
@@ -114,6 +114,31 @@ fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
                 }
             });
         }
+        // The mover: the sub-tree covering a random key to a random master, again and again,
+        // racing splits, posts, merges and scans.
+        let mover = {
+            let index = connect(2);
+            let writing = &writing;
+            let masters: Vec<String> = cluster
+                .masters()
+                .unwrap()
+                .into_iter()
+                .map(|p| format!("127.0.0.1:{p}"))
+                .collect();
+            s.spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+                let mut moved = 0;
+                while writing.load(Ordering::Relaxed) {
+                    let k = rand::Rng::gen_range(&mut rng, 0..PER_WRITER * WRITERS);
+                    let to = masters.choose(&mut rng).unwrap();
+                    if index.move_subtree(&key(k), to).unwrap() {
+                        moved += 1;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                moved
+            })
+        };
         // The rebalance: aim for 6 sub-trees per master while everybody works.
         let rebalancer = connect(6);
         let report = s.spawn(move || {
@@ -128,6 +153,12 @@ fn writers_scanners_and_a_rebalance_lose_and_duplicate_nothing() {
         let report = report.join().unwrap();
         assert!(report.lowered > 0, "the cut-off was lowered: {report:?}");
         assert!(report.moved > 0, "sub-trees were moved: {report:?}");
+        let moved = mover.join().unwrap();
+        println!("rebalance {report:?}; the mover moved {moved} sub-trees");
+        assert!(
+            moved > 5,
+            "the mover moved sub-trees while the writers ran: {moved}"
+        );
         expected
     });
     let check = connect(2);
