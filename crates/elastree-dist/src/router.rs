@@ -21,7 +21,7 @@ use crate::slots::{SlotMap, SLOTS};
 /// The function library's source and the version string `et_version` returns.
 pub(crate) const LIBRARY: &str = include_str!("tree.lua");
 /// Must equal `VERSION` in tree.lua.
-pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-11";
+pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-12";
 
 /// Timeouts and durability settings of a connection to a cluster.
 #[derive(Debug, Clone)]
@@ -100,6 +100,11 @@ enum Failure {
     Ask(String),
     /// The node is busy, failing over or unreachable: wait a little and retry.
     Transient(String),
+    /// A function met the middle of a slot migration of its tag: a node key already moved
+    /// away ("non local key") or, on the importing side, not there yet (a missing node).
+    /// Retried like [`Failure::Transient`]; a node still missing at the deadline is
+    /// corruption.
+    Migrating(String),
     /// The node lacks the function library: load it and retry.
     NoLibrary,
     /// Nothing to retry: a script error or a bad request.
@@ -343,7 +348,7 @@ impl Router {
                     self.ensure_library(&addr, deadline)?;
                     "function library missing".to_string()
                 }
-                Failure::Transient(reason) => {
+                Failure::Transient(reason) | Failure::Migrating(reason) => {
                     thread::sleep(backoff);
                     backoff = (backoff * 2).min(Duration::from_millis(250));
                     let _ = self.try_refresh();
@@ -352,6 +357,9 @@ impl Router {
             };
             self.counters.retries.fetch_add(1, Ordering::Relaxed);
             if Instant::now() >= deadline {
+                if reason.contains(MISSING_NODE) {
+                    return Err(DistError::Corrupt(reason));
+                }
                 return Err(DistError::Unavailable(format!(
                     "no answer within {:?} (last: {reason})",
                     self.options.op_timeout
@@ -465,6 +473,12 @@ fn is_transient(e: &RedisError) -> bool {
         )
 }
 
+/// What a function says when a node it must read is not there (tree.lua).
+const MISSING_NODE: &str = "elastree: missing node";
+/// What Redis says when a function touches a key of a slot that is migrating away and the key
+/// is gone already (or would be new).
+const NON_LOCAL_KEY: &str = "non local key";
+
 fn classify(e: RedisError) -> Failure {
     match e.kind() {
         ErrorKind::Server(ServerErrorKind::Moved) => Failure::Moved,
@@ -477,7 +491,9 @@ fn classify(e: RedisError) -> Failure {
             let text = e.to_string();
             if text.contains("Function not found") {
                 Failure::NoLibrary
-            } else if text.contains("elastree check:") || text.contains("elastree: missing") {
+            } else if text.contains(MISSING_NODE) || text.contains(NON_LOCAL_KEY) {
+                Failure::Migrating(text)
+            } else if text.contains("elastree check:") {
                 Failure::Fatal(DistError::Corrupt(text))
             } else {
                 Failure::Fatal(DistError::Redis(text))

@@ -37,7 +37,7 @@ sub-tree root to a sub-tree root starting at hint_sep: the client's top is stale
 root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-11'
+local VERSION = 'elastree-tree-12'
 
 local HDR = '>BBI2c4I4I4I4I4I4'
 local HDR_LEN = 28
@@ -604,14 +604,18 @@ local function et_put(keys, args)
     end
     return {'OK', hs, hid, old}
   end
-  add_count(P, 1)
+  -- The count changes last: in a slot that is migrating away, creating a node key fails the
+  -- call, and nothing but the stores before it may have happened (a split stores its new
+  -- node first).
   local s = with_entry(leaf, i, key, tid)
   if leaf.n < cap then
     store(P, ids[#ids], s)
+    add_count(P, 1)
     return {'OK', hs, hid}
   end
   views[#views] = view(s)
   local post = split_up(P, ids, views, pos, cap, allow_post, max_levels)
+  add_count(P, 1)
   if post then return {'OK', hs, hid, false, post[1], post[2]} end
   return {'OK', hs, hid}
 end
@@ -679,9 +683,9 @@ local function et_del(keys, args)
   if not holds(leaf, i, key) then return {'OK', hs, hid} end
   local old = tid_at(leaf, i)
   if expected ~= '' and old ~= expected then return {'OK', hs, hid, old, '0'} end
-  add_count(P, -1)
   views[#views] = view(without_entry(leaf, i))
   merge_up(P, ids, views, pos, min_fill, cap)
+  add_count(P, -1)
   return {'OK', hs, hid, old, '1'}
 end
 
@@ -920,13 +924,19 @@ local function et_drop(keys, args)
   local P, id = args[1], root_arg(args[2])
   local root = load(P, id)
   if root == nil then return 0 end
-  local ids = {id}
-  if root.kind < FWD then ids = subtree_ids(P, id) end
-  local count = 0
-  for _, nid in ipairs(ids) do
-    local v = load(P, nid)
-    if v.kind == 0 then count = count + v.n end
-    drop(P, nid)
+  -- Whatever of the sub-tree is there (a copy that failed half-way is dropped too).
+  local ids, i, count = {id}, 1, 0
+  while i <= #ids do
+    local v = load(P, ids[i])
+    if v ~= nil then
+      if v.kind == 0 then
+        count = count + v.n
+      elseif v.kind < FWD then
+        for j = 1, v.n do ids[#ids + 1] = child(v, j) end
+      end
+      drop(P, ids[i])
+    end
+    i = i + 1
   end
   add_count(P, -count)
   redis.call('HDEL', P .. ':m', 'frz:' .. id)

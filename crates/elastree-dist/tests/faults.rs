@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cluster::key;
-use elastree::{Error, Index};
+use std::ops::Bound;
+
+use elastree::{Direction, Error, Index};
 use elastree_dist::{DistError, DistIndex, DistOptions, RouterOptions};
 
 #[test]
@@ -240,6 +242,202 @@ fn moving_a_sub_tree_keeps_a_sibling_whose_post_was_lost() {
     }
     index.check().unwrap();
     assert_eq!(index.len(), 10);
+    index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
+
+/// A plain connection to the node on `port`.
+fn node(port: u16) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection_with_timeout(Duration::from_secs(2))
+        .unwrap()
+}
+
+/// Moves `keys` from the node on `from` to the node on `to` (MIGRATE, as redis-cli does).
+fn migrate_keys(from: u16, to: u16, keys: &[Vec<u8>]) {
+    if keys.is_empty() {
+        return;
+    }
+    let mut cmd = redis::cmd("MIGRATE");
+    cmd.arg("127.0.0.1")
+        .arg(to)
+        .arg("")
+        .arg(0)
+        .arg(5000)
+        .arg("KEYS");
+    for k in keys {
+        cmd.arg(k);
+    }
+    let _: String = cmd.query(&mut node(from)).unwrap();
+}
+
+#[test]
+fn operations_wait_out_a_slot_migration_of_their_sub_tree() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("slotmig");
+    let options = DistOptions {
+        subtrees_per_master: 1,
+        auto_rebalance: false,
+        ..cluster::options(&name, true, 4)
+    };
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    for k in 0..300u64 {
+        index.insert(&key(k * 2), k * 2).unwrap();
+    }
+    // The sub-tree of key 0, its slot, the master that owns it and another one.
+    let entry = index.top_entries()[0].clone();
+    let tag = format!("{{et:{name}:{}}}", entry.token);
+    let slot = elastree_dist::slots::slot_of(tag.as_bytes());
+    let masters = cluster.masters().unwrap();
+    let id_of = |port: u16| -> String {
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut node(port))
+            .unwrap()
+    };
+    let owns = |port: u16| {
+        let keys: i64 = redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(slot)
+            .query(&mut node(port))
+            .unwrap();
+        keys > 0
+    };
+    let source = *masters.iter().find(|&&p| owns(p)).unwrap();
+    let target = *masters.iter().find(|&&p| p != source).unwrap();
+    let (source_id, target_id) = (id_of(source), id_of(target));
+    let setslot = |port: u16, args: &[&str]| {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SETSLOT").arg(slot);
+        for a in args {
+            cmd.arg(*a);
+        }
+        let _: String = cmd.query(&mut node(port)).unwrap();
+    };
+    setslot(target, &["IMPORTING", &source_id]);
+    setslot(source, &["MIGRATING", &target_id]);
+    // The tag's node keys go first; its meta key stays, so calls still land on the source
+    // and find their nodes gone.
+    let keys: Vec<Vec<u8>> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(10_000)
+        .query(&mut node(source))
+        .unwrap();
+    let (rest, first): (Vec<Vec<u8>>, Vec<Vec<u8>>) =
+        keys.into_iter().partition(|k| k.ends_with(b":m"));
+    migrate_keys(source, target, &first);
+    let began = Instant::now();
+    std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            // Keys of the migrating sub-tree: an insert (it may split), a get, a scan.
+            assert_eq!(index.insert(&key(1), 1).unwrap(), None);
+            assert_eq!(index.get(&key(2)).unwrap(), Some(2));
+            let mut seen = 0;
+            index
+                .scan(
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Ascending,
+                    50,
+                    &mut |_, _| seen += 1,
+                )
+                .unwrap();
+            assert_eq!(seen, 50);
+            began.elapsed()
+        });
+        // Finish the migration after a while, as redis-cli would.
+        std::thread::sleep(Duration::from_millis(700));
+        migrate_keys(source, target, &rest);
+        for port in cluster.masters().unwrap() {
+            setslot(port, &["NODE", &target_id]);
+        }
+        let waited = worker.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "the operations waited for the migration: {waited:?}"
+        );
+    });
+    index.check().unwrap();
+    assert_eq!(index.len(), 301);
+    for k in 0..300u64 {
+        assert_eq!(index.get(&key(k * 2)).unwrap(), Some(k * 2));
+    }
+    index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
+
+#[test]
+fn a_split_refused_by_a_migrating_slot_changes_nothing_until_it_succeeds() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("slotsplit");
+    let options = DistOptions {
+        subtrees_per_master: 1,
+        auto_rebalance: false,
+        ..cluster::options(&name, true, 4)
+    };
+    let index = DistIndex::connect(&seeds, options).expect("connect");
+    for k in 0..40u64 {
+        index.insert(&key(k * 100), k * 100).unwrap();
+    }
+    let entry = index.top_entries()[0].clone();
+    let tag = format!("{{et:{name}:{}}}", entry.token);
+    let slot = elastree_dist::slots::slot_of(tag.as_bytes());
+    let masters = cluster.masters().unwrap();
+    let keys_in_slot = |port: u16| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(slot)
+            .query(&mut node(port))
+            .unwrap()
+    };
+    let source = *masters.iter().find(|&&p| keys_in_slot(p) > 0).unwrap();
+    let target = *masters.iter().find(|&&p| p != source).unwrap();
+    let id_of = |port: u16| -> String {
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut node(port))
+            .unwrap()
+    };
+    let setslot = |port: u16, args: &[&str]| {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SETSLOT").arg(slot);
+        for a in args {
+            cmd.arg(*a);
+        }
+        let _: String = cmd.query(&mut node(port)).unwrap();
+    };
+    // The slot starts migrating, but no key has moved: every node is there, and only a new
+    // node key (a split) is refused.
+    setslot(target, &["IMPORTING", &id_of(source)]);
+    setslot(source, &["MIGRATING", &id_of(target)]);
+    let keys_before = keys_in_slot(source);
+    let began = Instant::now();
+    std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            // Between two existing keys: enough to split a leaf of 4.
+            for k in 1..=12u64 {
+                assert_eq!(index.insert(&key(k), k).unwrap(), None);
+            }
+            began.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(700));
+        // The migration is called off.
+        setslot(source, &["STABLE"]);
+        setslot(target, &["STABLE"]);
+        let waited = worker.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "a split waited for the slot: {waited:?}"
+        );
+    });
+    assert!(keys_in_slot(source) > keys_before, "the splits did happen");
+    // check() compares the tag's count with the entries: failed attempts left no trace.
+    index.check().unwrap();
+    assert_eq!(index.len(), 52);
     index.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }
