@@ -6,11 +6,30 @@ pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering
 #[cfg(not(loom))]
 pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// A hint that this thread is spinning (under loom: a yield, so the model makes progress).
-#[inline]
-pub fn spin_hint() {
-    #[cfg(loom)]
-    loom::thread::yield_now();
+/// The pacing of one spin-wait: a few short spins, then yields of the thread, so that a
+/// lock holder that was descheduled gets a core back (with more threads than cores, or
+/// under valgrind, which runs one thread at a time: a wait that only spins there burns the
+/// waiter's whole time slice while the holder cannot run). Under loom every wait is a
+/// yield, so the model makes progress.
+#[derive(Default)]
+pub struct SpinWait {
     #[cfg(not(loom))]
-    std::hint::spin_loop();
+    backoff: crossbeam_utils::Backoff,
+}
+
+impl SpinWait {
+    /// A wait that has not waited yet.
+    #[inline]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits once: spins at first (doubling up to 64 spin hints), then yields the thread.
+    #[inline]
+    pub fn wait(&self) {
+        #[cfg(loom)]
+        loom::thread::yield_now();
+        #[cfg(not(loom))]
+        self.backoff.snooze();
+    }
 }

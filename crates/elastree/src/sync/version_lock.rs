@@ -27,7 +27,7 @@
 //! with [`Restart`] if the version moved, and the caller releases everything and restarts.
 //! This makes deadlock impossible whatever order locks are taken in.
 
-use super::atomic::{fence, spin_hint, AtomicU64, Ordering};
+use super::atomic::{fence, AtomicU64, Ordering, SpinWait};
 
 const OBSOLETE: u64 = 0b01;
 const LOCKED: u64 = 0b10;
@@ -66,9 +66,12 @@ impl VersionLock {
     #[inline]
     pub fn read_begin(&self) -> Result<Optimistic<'_>, Restart> {
         let mut word = self.word.load(Ordering::Acquire);
-        while word & LOCKED != 0 {
-            spin_hint();
-            word = self.word.load(Ordering::Acquire);
+        if word & LOCKED != 0 {
+            let wait = SpinWait::new();
+            while word & LOCKED != 0 {
+                wait.wait();
+                word = self.word.load(Ordering::Acquire);
+            }
         }
         if word & OBSOLETE != 0 {
             return Err(Restart);
@@ -84,12 +87,13 @@ impl VersionLock {
     /// Only call this while holding no other lock (see the module docs); it fails with
     /// [`Restart`] if the node is or becomes obsolete.
     pub fn lock(&self) -> Result<WriteGuard<'_>, Restart> {
+        let wait = SpinWait::new();
         loop {
             let read = self.read_begin()?;
             if let Ok(guard) = read.upgrade() {
                 return Ok(guard);
             }
-            spin_hint();
+            wait.wait();
         }
     }
 

@@ -11,7 +11,7 @@
 //! publishes its writes to the sealer that reads zero (acquire). `tests/loom_olc.rs`
 //! model-checks it.
 
-use super::atomic::{spin_hint, AtomicUsize, Ordering};
+use super::atomic::{AtomicUsize, Ordering, SpinWait};
 
 /// The sealed bit of the gate's word; the bits below count the writers inside.
 const SEALED: usize = 1 << (usize::BITS - 1);
@@ -51,10 +51,9 @@ impl WriterGate {
     /// inside only briefly: this spins.
     pub fn seal(&self) {
         self.state.fetch_or(SEALED, Ordering::AcqRel);
+        let wait = SpinWait::new();
         while self.state.load(Ordering::Acquire) & !SEALED != 0 {
-            spin_hint();
-            #[cfg(not(loom))]
-            std::thread::yield_now();
+            wait.wait();
         }
     }
 
