@@ -43,8 +43,10 @@
 //! - With replicas, a write is acknowledged only after `WAIT` saw
 //!   [`RouterOptions::wait_replicas`] replicas take it (capped by the replicas its master
 //!   has), so an acknowledged write survives the loss of one master. A write that fails
-//!   (timeout, failover) may or may not have been applied; every write is idempotent, so
-//!   retrying it is safe, but the previous value a retried write reports may be its own.
+//!   (timeout, failover) may or may not have been applied, and the client retries one whose
+//!   reply was lost; every write function is idempotent, so a repeat leaves the state it
+//!   would have (the tests send every write twice, [`RouterOptions::repeat_writes`]), but
+//!   the previous value a repeated write reports may be its own.
 //! - An unreachable cluster or a dead node gives [`DistError::Unavailable`]
 //!   ([`elastree::Error::Unavailable`] through the [`elastree::Index`] trait) within
 //!   [`RouterOptions::op_timeout`], never a hang.

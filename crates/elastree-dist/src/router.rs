@@ -21,7 +21,7 @@ use crate::slots::{SlotMap, SLOTS};
 /// The function library's source and the version string `et_version` returns.
 pub(crate) const LIBRARY: &str = include_str!("tree.lua");
 /// Must equal `VERSION` in tree.lua.
-pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-12";
+pub(crate) const LIBRARY_VERSION: &str = "elastree-tree-13";
 
 /// Timeouts and durability settings of a connection to a cluster.
 #[derive(Debug, Clone)]
@@ -36,6 +36,10 @@ pub struct RouterOptions {
     pub wait_replicas: usize,
     /// How long a write waits for those replicas.
     pub replica_timeout: Duration,
+    /// Fault injection for tests (off by default): every write request is sent twice and
+    /// the first reply dropped, as when a failover loses the reply of a write that was
+    /// applied and the client retries it. The index must end in the same state as without.
+    pub repeat_writes: bool,
 }
 
 impl Default for RouterOptions {
@@ -45,6 +49,7 @@ impl Default for RouterOptions {
             connect_timeout: Duration::from_millis(500),
             wait_replicas: 1,
             replica_timeout: Duration::from_secs(2),
+            repeat_writes: false,
         }
     }
 }
@@ -394,6 +399,11 @@ impl Router {
             pipe.cmd("WAIT")
                 .arg(wait)
                 .arg(self.options.replica_timeout.as_millis() as u64);
+        }
+        if request.write && self.options.repeat_writes {
+            let _lost: Vec<Value> = self
+                .with_connection(addr, |con| pipe.query(con))
+                .map_err(classify)?;
         }
         let replies: Vec<Value> = self
             .with_connection(addr, |con| pipe.query(con))

@@ -37,7 +37,7 @@ sub-tree root to a sub-tree root starting at hint_sep: the client's top is stale
 root may still need posting.
 ]]
 
-local VERSION = 'elastree-tree-12'
+local VERSION = 'elastree-tree-13'
 
 local HDR = '>BBI2c4I4I4I4I4I4'
 local HDR_LEN = 28
@@ -803,7 +803,9 @@ local function et_freeze(keys, args)
 end
 
 -- et_import(KEYS: Q:m; ARGV: Q, count, id1, bytes1, ...): writes an exported sub-tree into
--- the fresh tag Q, its root unfrozen.
+-- the fresh tag Q, its root unfrozen. Q holds nothing else (its token is fresh and no route
+-- leads to it before et_forward), so its count is set, not added to: a repeat of the call
+-- writes the same state.
 local function et_import(keys, args)
   local Q, count = args[1], tonumber(args[2])
   local max_id = tonumber(redis.call('HGET', Q .. ':m', 'next') or '0')
@@ -819,17 +821,19 @@ local function et_import(keys, args)
     store(Q, nid, with_links(v, without_flag(v.flags, FROZEN), right))
     if tonumber(args[j]) > max_id then max_id = tonumber(args[j]) end
   end
-  redis.call('HSET', Q .. ':m', 'next', max_id)
-  add_count(Q, count)
+  redis.call('HSET', Q .. ':m', 'next', max_id, 'count', count)
   return 'OK'
 end
 
 -- et_forward(KEYS: P:m; ARGV: P, root, holder, new_token): if the sub-tree is still frozen
 -- by `holder`, replaces its root by a forwarding marker to new_token and deletes its other
--- nodes.
+-- nodes. A repeat finds its own marker and answers OK again (the client retries a call
+-- whose reply a failover lost, and the copy must stay: every route to it goes through the
+-- marker; new_token is fresh for each move, so a marker to it is this move's own).
 local function et_forward(keys, args)
   local P, id, holder, new_token = args[1], root_arg(args[2]), args[3], args[4]
   local root = load(P, id)
+  if root ~= nil and root.kind == FWD and root.token == new_token then return 'OK' end
   if root == nil or root.kind >= FWD then return 'EXPIRED' end
   local f = freeze_of(P, id, root)
   if f == nil or f[2] ~= holder then return 'EXPIRED' end
@@ -866,6 +870,9 @@ end
 local function et_lower(keys, args)
   local P, id = args[1], root_arg(args[2])
   local root = load(P, id)
+  -- A repeat (its first reply lost to a failover) gets the same answer, so the client
+  -- finishes the top update.
+  if root ~= nil and root.kind == LOWERED then return lowered_reply(root) end
   if root == nil or root.kind >= FWD or not root.root then return {'STALE'} end
   if freeze_of(P, id, root) then return {'BUSY'} end
   if root.kind == 0 then return {'LEAF'} end
@@ -972,9 +979,17 @@ local function et_post(keys, args)
 end
 
 -- et_top_cas(KEYS: T:top; ARGV: T, lo1, expected1, new1, ...): every entry lo_i must hold
--- expected_i ('' = absent) and is set to new_i; all or nothing. -> version or CONFLICT.
+-- expected_i ('' = absent) and is set to new_i; all or nothing. -> version or CONFLICT. A
+-- top that already holds every new_i answers its version (a repeat of a change whose reply
+-- a failover lost).
 local function et_top_cas(keys, args)
   local T = args[1]
+  local done = true
+  for j = 2, #args, 3 do
+    local cur = redis.call('HGET', T .. ':top', args[j]) or ''
+    if cur ~= args[j + 2] then done = false end
+  end
+  if done then return tonumber(redis.call('HGET', T .. ':conf', 'version') or '0') end
   for j = 2, #args, 3 do
     local cur = redis.call('HGET', T .. ':top', args[j]) or ''
     if cur ~= args[j + 1] then return 'CONFLICT' end
@@ -1062,9 +1077,11 @@ local function etb_inner_put(keys, args)
   return {'OK'}
 end
 
--- etb_cas(KEYS: key; ARGV: expected, new): sets the key if it holds `expected` ('' = absent).
+-- etb_cas(KEYS: key; ARGV: expected, new): sets the key if it holds `expected` ('' = absent);
+-- a key that holds `new` already answers OK (a repeat whose reply a failover lost).
 local function etb_cas(keys, args)
   local cur = redis.call('GET', keys[1]) or ''
+  if cur == args[2] then return 'OK' end
   if cur ~= args[1] then return 'CONFLICT' end
   redis.call('SET', keys[1], args[2])
   return 'OK'

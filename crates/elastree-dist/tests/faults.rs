@@ -4,6 +4,7 @@
 
 mod cluster;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,9 @@ use cluster::key;
 use std::ops::Bound;
 
 use elastree::{Direction, Error, Index};
-use elastree_dist::{DistError, DistIndex, DistOptions, RouterOptions};
+use elastree_dist::{DistError, DistIndex, DistOptions, RebalanceReport, RouterOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 #[test]
 fn acknowledged_writes_survive_a_master_killed_mid_workload() {
@@ -74,20 +77,23 @@ fn acknowledged_writes_survive_a_master_killed_mid_workload() {
         "the workload went on after the failover: {} acked",
         acked.len()
     );
-    for k in &acked {
-        assert_eq!(
-            check.get(&key(*k)).unwrap(),
-            Some(*k),
-            "acknowledged key {k} lost"
-        );
-    }
-    for k in 0..2000u64 {
-        assert_eq!(
-            check.get(&key(k * 2)).unwrap(),
-            Some(k * 2),
-            "loaded key lost"
-        );
-    }
+    // Every key that reads wrong, then what the tree looks like, so a failure says why.
+    let wrong: Vec<(u64, Result<Option<u64>, Error>)> = acked
+        .iter()
+        .copied()
+        .chain((0..2000u64).map(|k| k * 2))
+        .map(|k| (k, check.get(&key(k))))
+        .filter(|(k, got)| !matches!(got, Ok(Some(t)) if t == k))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} acknowledged or loaded keys read wrong, e.g. {:?}; check(): {:?}; top: {:?}; {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)],
+        check.try_check(),
+        check.top_entries(),
+        check.last_auto_rebalance()
+    );
     check.check().unwrap();
     println!(
         "{} acknowledged, {failed} failed during the failover",
@@ -243,6 +249,100 @@ fn moving_a_sub_tree_keeps_a_sibling_whose_post_was_lost() {
     index.check().unwrap();
     assert_eq!(index.len(), 10);
     index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
+
+/// Every write a client makes is safe to repeat. A failover can lose the reply of a write
+/// that was applied, and the client then sends it again (the first failure here: a move's
+/// repeated forward found its own marker, answered EXPIRED, and the client dropped the only
+/// copy of the sub-tree). With every write request sent twice, inserts, removes, root
+/// splits into new sub-trees, rebalances (cut-off lowered, sub-trees moved) and single moves
+/// leave the keys and counts the model says and a tree that passes `check()`.
+#[test]
+fn every_write_is_safe_to_repeat_after_a_lost_reply() {
+    let cluster = cluster::start(3, 0);
+    let seeds = cluster::seeds(&cluster);
+    let masters = cluster::master_addrs(&cluster);
+    for unique in [true, false] {
+        let name = cluster::unique_name("repeat");
+        let options = DistOptions {
+            subtrees_per_master: 3,
+            router: RouterOptions {
+                op_timeout: Duration::from_secs(20),
+                repeat_writes: true,
+                ..RouterOptions::default()
+            },
+            ..cluster::options(&name, unique, 6)
+        };
+        let index = DistIndex::connect(&seeds, options.clone()).expect("connect");
+        let mut rng = StdRng::seed_from_u64(if unique { 1 } else { 2 });
+        // The pairs present; on a unique index at most one per key.
+        let mut model: BTreeSet<(u64, u64)> = BTreeSet::new();
+        let mut rebalanced = RebalanceReport::default();
+        let mut moves = 0;
+        for i in 0..1200 {
+            let k = rng.gen_range(0..400u64);
+            let present: Vec<(u64, u64)> = model.range((k, 0)..=(k, u64::MAX)).copied().collect();
+            if rng.gen_range(0..4) == 0 && !present.is_empty() {
+                let (k, tid) = present[rng.gen_range(0..present.len())];
+                // What a repeated write answers is what it finds (see the crate docs).
+                let _ = index.remove_pair(&key(k), tid).unwrap();
+                model.remove(&(k, tid));
+            } else {
+                let tid = rng.gen_range(0..4u64);
+                let _ = index.insert(&key(k), tid).unwrap();
+                if unique {
+                    for pair in present {
+                        model.remove(&pair);
+                    }
+                }
+                model.insert((k, tid));
+            }
+            if i % 400 == 200 {
+                // A client that aims for more sub-trees each time lowers the cut-off.
+                let lowerer = DistIndex::connect(
+                    &seeds,
+                    DistOptions {
+                        subtrees_per_master: 4 + i / 200,
+                        auto_rebalance: false,
+                        ..options.clone()
+                    },
+                )
+                .expect("connect");
+                let report = lowerer.rebalance().unwrap();
+                rebalanced.lowered += report.lowered;
+                rebalanced.moved += report.moved;
+            }
+            if i % 100 == 99 {
+                let at = rng.gen_range(0..400u64);
+                let to = &masters[rng.gen_range(0..masters.len())];
+                moves += usize::from(index.move_subtree(&key(at), to).unwrap());
+            }
+        }
+        assert!(
+            rebalanced.lowered > 0 && rebalanced.moved > 0 && moves > 0,
+            "the run changed the cut-off or moved sub-trees ({rebalanced:?}, {moves} moves)"
+        );
+        let expected: Vec<(u64, u64)> = model.iter().copied().collect();
+        assert_eq!(
+            cluster::common::all_pairs(&index),
+            expected,
+            "unique: {unique}"
+        );
+        for &(k, tid) in &model {
+            let mut tids = Vec::new();
+            index.get_all(&key(k), &mut tids).unwrap();
+            assert!(tids.contains(&tid), "key {k} lost tid {tid}");
+        }
+        index.check().unwrap();
+        assert_eq!(index.len(), model.len(), "unique: {unique}");
+        println!(
+            "unique {unique}: {} pairs, {} sub-trees, {rebalanced:?}, {moves} moves",
+            model.len(),
+            index.top_entries().len()
+        );
+        index.destroy().unwrap();
+    }
     cluster.down_with(true).unwrap();
 }
 
