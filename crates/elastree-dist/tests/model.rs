@@ -2,12 +2,9 @@
 //! with a BTreeMap, with structure checks along the way and a full drain at the end) driven
 //! through the distributed index and its baseline on a local Redis Cluster.
 
-#[path = "../../elastree/tests/common/mod.rs"]
-mod common;
-
 mod cluster;
 
-use common::{run_model, Keys, Registry};
+use cluster::common::{run_model, Keys, Registry};
 use elastree::Index;
 use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::DistIndex;

@@ -63,11 +63,14 @@ fn a_master_joining_mid_workload_gets_its_share_and_nothing_is_lost() {
         report.subtrees_after >= 20,
         "at least 5 sub-trees per master: {report:?}"
     );
+    assert!(report.per_master.values().all(|&n| n > 0), "{report:?}");
+    // The rebalance above raced the writers' splits (new sub-trees, placed as they appear)
+    // and their clients' own rebalances; once they are done, one more pass evens it out.
+    let report = connect().rebalance().unwrap();
     assert!(
         report.imbalance() <= 0.2,
         "sub-trees per master within 20% of the mean: {report:?}"
     );
-    assert!(report.per_master.values().all(|&n| n > 0), "{report:?}");
     // `setup` still holds the top from before the scale-out: its stale routes cost a
     // redirect or a refresh once per moved or lowered sub-tree, not per operation.
     let before_stale = setup.stats();

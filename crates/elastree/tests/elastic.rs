@@ -25,21 +25,13 @@ fn table(n: usize, seed: u64) -> (Arc<Vec<Vec<u8>>>, Vec<u64>) {
     (Arc::new(keys), order)
 }
 
-/// Lets the epoch collector free replaced SeqTree bodies, which stay counted until then (and
-/// other tests running in parallel hold back the epoch).
-fn settle() {
-    for _ in 0..4096 {
-        crossbeam_epoch::pin().flush();
-    }
-}
-
-/// Lets the collector free what it can, then asserts that `index` holds at most 1.05x
-/// `budget` bytes (`what` describes the run for the failure message).
+/// Asserts that `index` holds at most 1.05x `budget` bytes once the collector has freed
+/// what it can (`what` describes the run for the failure message).
 fn assert_within_budget(index: &dyn Index, budget: usize, what: &str) {
-    settle();
-    let held = index.memory().total();
+    let bound = (budget as f64 * 1.05) as usize;
+    let held = common::settled_memory(index, bound);
     assert!(
-        held as f64 <= budget as f64 * 1.05,
+        held <= bound,
         "{held} bytes over the budget of {budget} ({what})"
     );
 }
@@ -104,8 +96,7 @@ fn seqtree_is_compact() {
         index.insert(&keys[tid as usize], tid).unwrap();
     }
     index.check().unwrap();
-    settle();
-    let per_key = index.memory().total() as f64 / n as f64;
+    let per_key = common::settled_memory(&*index, n * 11) as f64 / n as f64;
     // The target is at most 11 bytes per key including tids and inner nodes.
     assert!(per_key <= 11.0, "{per_key:.2} bytes per key");
 }

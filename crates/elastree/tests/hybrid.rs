@@ -146,12 +146,14 @@ fn ratio_trigger_keeps_the_dynamic_stage_small() {
         let stats = index.stats();
         let threshold = options.merge_threshold(stats.static_len);
         assert!(stats.dynamic_len < threshold, "{mode:?}: {stats:?}");
-        if n >= 100_000 {
+        assert!(
+            stats.static_len * 10 >= n as usize * 8,
+            "{mode:?}: {stats:?}"
+        );
+        // A background merge that lags takes in a bigger stage, so only blocking merges
+        // have a count that timing cannot move.
+        if n >= 100_000 && mode == MergeMode::Blocking {
             assert!(stats.merges >= 5, "{mode:?}: {stats:?}");
-            assert!(
-                stats.static_len * 10 >= n as usize * 8,
-                "{mode:?}: {stats:?}"
-            );
         }
         for record in &stats.records {
             // Every key is new, so a merge moves its whole stage, which was due.
@@ -220,6 +222,11 @@ fn operations_race_with_background_merges() {
             let mut rng = StdRng::seed_from_u64(2);
             let mut mine = BTreeMap::new();
             for op in 0..common::scaled(60_000) {
+                // Checkpoints, so that merges happen however slowly the machine runs them
+                // (they still race the reader and the writes between checkpoints).
+                if op % 5000 == 4999 {
+                    index.wait_for_merge().unwrap();
+                }
                 let k = rng.gen_range(0..stable.len() as u64 * 4) | 1;
                 if rng.gen_bool(0.7) {
                     let previous = index.insert(&k.to_be_bytes(), op).unwrap();
@@ -240,16 +247,7 @@ fn operations_race_with_background_merges() {
     assert!(index.stats().merges >= min_merges(3), "{:?}", index.stats());
     let mut expected: BTreeMap<u64, u64> = stable.iter().map(|&k| (k, k)).collect();
     expected.extend(written);
-    let mut got = Vec::new();
-    index
-        .scan(
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Ascending,
-            usize::MAX,
-            &mut |k, t| got.push((u64::from_be_bytes(k.try_into().unwrap()), t)),
-        )
-        .unwrap();
+    let got = common::all_pairs(&index);
     assert!(
         got.iter().copied().eq(expected.into_iter()),
         "final contents differ"

@@ -3,6 +3,10 @@
 
 #![allow(dead_code)]
 
+/// The library's shared test machinery (the model test, key helpers).
+#[path = "../../../elastree/tests/common/mod.rs"]
+pub mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -54,6 +58,16 @@ pub fn key(i: u64) -> [u8; 8] {
 pub fn seeds(cluster: &LocalCluster) -> Vec<String> {
     cluster
         .ports()
+        .into_iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect()
+}
+
+/// The masters' addresses, as `DistIndex::move_subtree` takes them.
+pub fn master_addrs(cluster: &LocalCluster) -> Vec<String> {
+    cluster
+        .masters()
+        .unwrap()
         .into_iter()
         .map(|p| format!("127.0.0.1:{p}"))
         .collect()

@@ -81,6 +81,40 @@ pub fn builder(kind: IndexKind, registry: &Arc<Registry>, budget: usize) -> Inde
     }
 }
 
+/// Every pair of `index` in ascending order, for indexes whose keys are 8-byte big-endian
+/// integers.
+pub fn all_pairs(index: &dyn Index) -> Vec<(u64, u64)> {
+    let mut pairs = Vec::new();
+    index
+        .scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Ascending,
+            usize::MAX,
+            &mut |k, t| pairs.push((u64::from_be_bytes(k.try_into().unwrap()), t)),
+        )
+        .unwrap();
+    pairs
+}
+
+/// Lets the epoch collector free replaced nodes (they stay counted until then) until
+/// `index` holds at most `bound` bytes or 10 s pass, and returns what it holds then. Other
+/// tests' threads pinned on a busy machine hold the epoch back for a while, so a fixed
+/// number of flushes is not enough.
+pub fn settled_memory(index: &dyn Index, bound: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        for _ in 0..64 {
+            crossbeam_epoch::pin().flush();
+        }
+        let held = index.memory().total();
+        if held <= bound || std::time::Instant::now() >= deadline {
+            return held;
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Hybrid options that merge after a few writes (a 2:1 ratio, at least 8 entries) and
 /// publish after every segment, so tests run every merge path many times.
 pub fn frequent_merges() -> HybridOptions {
