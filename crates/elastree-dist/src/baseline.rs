@@ -381,6 +381,7 @@ impl BaselineIndex {
             round_trips: c.round_trips.load(Ordering::Relaxed),
             masters_contacted: self.masters_contacted.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
+            replicated_writes: c.replicated_writes.load(Ordering::Relaxed),
             ..crate::DistStats::default()
         }
     }

@@ -168,6 +168,8 @@ pub struct DistStats {
     pub placement_failures: u64,
     /// Automatic rebalances this client ran after seeing the masters change.
     pub auto_rebalances: u64,
+    /// Write requests acknowledged only after `WAIT` saw the configured replicas take them.
+    pub replicated_writes: u64,
 }
 
 impl DistStats {
@@ -187,6 +189,7 @@ impl DistStats {
             retries: f(self.retries, other.retries),
             placement_failures: f(self.placement_failures, other.placement_failures),
             auto_rebalances: f(self.auto_rebalances, other.auto_rebalances),
+            replicated_writes: f(self.replicated_writes, other.replicated_writes),
         }
     }
 }
@@ -354,6 +357,7 @@ impl DistIndex {
             retries: c.retries.load(Ordering::Relaxed),
             placement_failures: self.placement_failures.load(Ordering::Relaxed),
             auto_rebalances: self.auto.completed(),
+            replicated_writes: c.replicated_writes.load(Ordering::Relaxed),
         }
     }
 

@@ -7,7 +7,7 @@
 //! for writes, the `WAIT` that must follow it on the same connection, pipelined), and so that
 //! its timeouts and retries are the ones configured here.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
@@ -64,6 +64,8 @@ pub(crate) struct RouterCounters {
     /// Bumped every time a fresh slot map names other masters than the one before (a
     /// master joined or left, a replica took over): what starts an automatic rebalance.
     pub master_changes: AtomicU64,
+    /// Write requests acknowledged after WAIT saw the configured replicas take them.
+    pub replicated_writes: AtomicU64,
 }
 
 /// A request to run on one master: commands pipelined on one connection.
@@ -92,8 +94,9 @@ pub(crate) struct Router {
     options: RouterOptions,
     map: RwLock<Arc<SlotMap>>,
     pools: Mutex<HashMap<String, Vec<Connection>>>,
-    /// Masters known to have the current function library.
-    verified: Mutex<HashSet<String>>,
+    /// Masters known to have the current function library, with the replicas each named
+    /// in `ROLE` when it was checked.
+    verified: Mutex<HashMap<String, usize>>,
     pub counters: RouterCounters,
 }
 
@@ -129,7 +132,7 @@ impl Router {
             options,
             map: RwLock::new(Arc::new(SlotMap::default())),
             pools: Mutex::new(HashMap::new()),
-            verified: Mutex::new(HashSet::new()),
+            verified: Mutex::new(HashMap::new()),
             counters: RouterCounters::default(),
         };
         let deadline = Instant::now() + router.options.op_timeout;
@@ -266,30 +269,34 @@ impl Router {
         result
     }
 
-    /// Loads the function library on `addr` unless it already has this version (checked
-    /// once per master: a new master or a promoted replica is checked on first use).
+    /// Loads the function library on `addr` unless it already has this version, and reads
+    /// the replicas the master names in `ROLE` (checked once per master: a new master or a
+    /// promoted replica is checked on first use). `CLUSTER SLOTS` leaves out a replica that
+    /// has not reported a replication offset yet, and on a fresh cluster the other nodes may
+    /// not know yet which nodes are replicas; the master itself knows the replicas connected
+    /// to it, and a write to it waits for them.
     fn ensure_library(&self, addr: &str, deadline: Instant) -> Result<(), DistError> {
         loop {
             self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             let attempt = self.with_connection(addr, |con| {
                 let current: Option<String> =
                     redis::cmd("FCALL").arg("et_version").arg(0).query(con).ok();
-                if current.as_deref() == Some(LIBRARY_VERSION) {
-                    return Ok(());
+                if current.as_deref() != Some(LIBRARY_VERSION) {
+                    redis::cmd("FUNCTION")
+                        .arg("LOAD")
+                        .arg("REPLACE")
+                        .arg(LIBRARY)
+                        .query::<String>(con)?;
                 }
-                redis::cmd("FUNCTION")
-                    .arg("LOAD")
-                    .arg("REPLACE")
-                    .arg(LIBRARY)
-                    .query::<String>(con)
-                    .map(|_| ())
+                let role: Value = redis::cmd("ROLE").query(con)?;
+                Ok(replicas_in_role(&role))
             });
             match attempt {
-                Ok(()) => {
+                Ok(replicas) => {
                     self.verified
                         .lock()
                         .expect("verified lock")
-                        .insert(addr.to_string());
+                        .insert(addr.to_string(), replicas);
                     return Ok(());
                 }
                 Err(e) if is_transient(&e) && Instant::now() < deadline => {
@@ -327,10 +334,22 @@ impl Router {
                     }
                 },
             };
-            if !self.verified.lock().expect("verified lock").contains(&addr) {
+            if !self
+                .verified
+                .lock()
+                .expect("verified lock")
+                .contains_key(&addr)
+            {
                 self.ensure_library(&addr, deadline)?;
             }
-            let replicas = map.replicas_of(&addr);
+            let in_role = self
+                .verified
+                .lock()
+                .expect("verified lock")
+                .get(&addr)
+                .copied()
+                .unwrap_or(0);
+            let replicas = map.replicas_of(&addr).max(in_role);
             let failure = match self.attempt(&addr, request, ask.is_some(), replicas) {
                 Ok(replies) => return Ok((replies, addr)),
                 Err(failure) => failure,
@@ -424,6 +443,9 @@ impl Router {
                     self.options.replica_timeout
                 ))));
             }
+            self.counters
+                .replicated_writes
+                .fetch_add(1, Ordering::Relaxed);
         }
         Ok(replies)
     }
@@ -463,6 +485,18 @@ impl Router {
             }
         }
         Ok(keys)
+    }
+}
+
+/// The replicas a master's `ROLE` reply names (`["master", offset, [[ip, port, offset],
+/// ...]]`); 0 for any other reply.
+fn replicas_in_role(role: &Value) -> usize {
+    match role {
+        Value::Array(parts) if parts.len() >= 3 => match &parts[2] {
+            Value::Array(replicas) => replicas.len(),
+            _ => 0,
+        },
+        _ => 0,
     }
 }
 

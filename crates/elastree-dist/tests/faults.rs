@@ -12,6 +12,7 @@ use cluster::key;
 use std::ops::Bound;
 
 use elastree::{Direction, Error, Index};
+use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::{DistError, DistIndex, DistOptions, RebalanceReport, RouterOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -249,6 +250,37 @@ fn moving_a_sub_tree_keeps_a_sibling_whose_post_was_lost() {
     index.check().unwrap();
     assert_eq!(index.len(), 10);
     index.destroy().unwrap();
+    cluster.down_with(true).unwrap();
+}
+
+/// A client of a cluster that has taken no write yet still waits for replicas: `CLUSTER
+/// SLOTS` lists no replica until it has reported a replication offset, and a client that
+/// took its replica counts from there acknowledged writes without `WAIT` (an acknowledged
+/// write could then be lost with its master).
+#[test]
+fn writes_on_a_fresh_cluster_wait_for_replicas() {
+    let cluster = cluster::start(3, 1);
+    let seeds = cluster::seeds(&cluster);
+    let name = cluster::unique_name("fresh");
+    let index = DistIndex::connect(&seeds, cluster::options(&name, true, 16)).expect("connect");
+    let before = index.stats();
+    for k in 0..20u64 {
+        index.insert(&key(k), k).unwrap();
+    }
+    let writes = index.stats().since(before);
+    assert!(
+        writes.replicated_writes >= 20,
+        "every insert waited for its replica: {writes:?}"
+    );
+    let base_name = cluster::unique_name("fresh-base");
+    let baseline = BaselineIndex::connect(&seeds, cluster::options(&base_name, true, 16))
+        .expect("connect the baseline");
+    baseline.insert(&key(1), 1).unwrap();
+    assert!(
+        baseline.stats().replicated_writes >= 1,
+        "{:?}",
+        baseline.stats()
+    );
     cluster.down_with(true).unwrap();
 }
 
