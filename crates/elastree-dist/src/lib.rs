@@ -42,7 +42,8 @@
 //!   each atomic on one sub-tree, each starting strictly after the last key returned.
 //! - With replicas, a write is acknowledged only after `WAIT` saw
 //!   [`RouterOptions::wait_replicas`] replicas take it (capped by the replicas its master
-//!   has), so an acknowledged write survives the loss of one master. A write that fails
+//!   has: those connected to it when the client first reaches it, or listed by the slot map
+//!   since), so an acknowledged write survives the loss of one master. A write that fails
 //!   (timeout, failover) may or may not have been applied, and the client retries one whose
 //!   reply was lost; every write function is idempotent, so a repeat leaves the state it
 //!   would have (the tests send every write twice, [`RouterOptions::repeat_writes`]), but

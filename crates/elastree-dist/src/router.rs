@@ -94,8 +94,8 @@ pub(crate) struct Router {
     options: RouterOptions,
     map: RwLock<Arc<SlotMap>>,
     pools: Mutex<HashMap<String, Vec<Connection>>>,
-    /// Masters known to have the current function library, with the replicas each named
-    /// in `ROLE` when it was checked.
+    /// Masters known to have the current function library, with the replicas connected to
+    /// each when it was checked.
     verified: Mutex<HashMap<String, usize>>,
     pub counters: RouterCounters,
 }
@@ -270,11 +270,11 @@ impl Router {
     }
 
     /// Loads the function library on `addr` unless it already has this version, and reads
-    /// the replicas the master names in `ROLE` (checked once per master: a new master or a
-    /// promoted replica is checked on first use). `CLUSTER SLOTS` leaves out a replica that
-    /// has not reported a replication offset yet, and on a fresh cluster the other nodes may
-    /// not know yet which nodes are replicas; the master itself knows the replicas connected
-    /// to it, and a write to it waits for them.
+    /// how many replicas are connected to the master (checked once per master: a new master
+    /// or a promoted replica is checked on first use). `CLUSTER SLOTS` leaves out a replica
+    /// that has not reported a replication offset yet, and on a fresh cluster the other
+    /// nodes may not know yet which nodes are replicas; the master itself knows the replicas
+    /// connected to it, and a write to it waits for them.
     fn ensure_library(&self, addr: &str, deadline: Instant) -> Result<(), DistError> {
         loop {
             self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
@@ -288,8 +288,8 @@ impl Router {
                         .arg(LIBRARY)
                         .query::<String>(con)?;
                 }
-                let role: Value = redis::cmd("ROLE").query(con)?;
-                Ok(replicas_in_role(&role))
+                let info: String = redis::cmd("INFO").arg("replication").query(con)?;
+                Ok(connected_replicas(&info))
             });
             match attempt {
                 Ok(replicas) => {
@@ -342,14 +342,14 @@ impl Router {
             {
                 self.ensure_library(&addr, deadline)?;
             }
-            let in_role = self
+            let connected = self
                 .verified
                 .lock()
                 .expect("verified lock")
                 .get(&addr)
                 .copied()
                 .unwrap_or(0);
-            let replicas = map.replicas_of(&addr).max(in_role);
+            let replicas = map.replicas_of(&addr).max(connected);
             let failure = match self.attempt(&addr, request, ask.is_some(), replicas) {
                 Ok(replies) => return Ok((replies, addr)),
                 Err(failure) => failure,
@@ -488,16 +488,14 @@ impl Router {
     }
 }
 
-/// The replicas a master's `ROLE` reply names (`["master", offset, [[ip, port, offset],
-/// ...]]`); 0 for any other reply.
-fn replicas_in_role(role: &Value) -> usize {
-    match role {
-        Value::Array(parts) if parts.len() >= 3 => match &parts[2] {
-            Value::Array(replicas) => replicas.len(),
-            _ => 0,
-        },
-        _ => 0,
-    }
+/// The replicas connected to a master, by its `INFO replication` (`connected_slaves:N`,
+/// which counts a replica still finishing its first sync too; `ROLE` lists only those
+/// the master has put online, up to a second after the replica reports its link up).
+fn connected_replicas(info: &str) -> usize {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("connected_slaves:"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn is_transient(e: &RedisError) -> bool {
