@@ -275,7 +275,8 @@ impl Router {
     /// that has not reported a replication offset yet, and on a fresh cluster the other
     /// nodes may not know yet which nodes are replicas; the master itself knows the replicas
     /// connected to it, and a write to it waits for them.
-    fn ensure_library(&self, addr: &str, deadline: Instant) -> Result<(), DistError> {
+    /// Returns that replica count.
+    fn ensure_library(&self, addr: &str, deadline: Instant) -> Result<usize, DistError> {
         loop {
             self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             let attempt = self.with_connection(addr, |con| {
@@ -297,7 +298,7 @@ impl Router {
                         .lock()
                         .expect("verified lock")
                         .insert(addr.to_string(), replicas);
-                    return Ok(());
+                    return Ok(replicas);
                 }
                 Err(e) if is_transient(&e) && Instant::now() < deadline => {
                     thread::sleep(Duration::from_millis(50));
@@ -334,21 +335,18 @@ impl Router {
                     }
                 },
             };
-            if !self
-                .verified
-                .lock()
-                .expect("verified lock")
-                .contains_key(&addr)
-            {
-                self.ensure_library(&addr, deadline)?;
-            }
-            let connected = self
+            // One look-up per request: the replicas connected to a checked master, or the
+            // check of a master seen for the first time.
+            let known = self
                 .verified
                 .lock()
                 .expect("verified lock")
                 .get(&addr)
-                .copied()
-                .unwrap_or(0);
+                .copied();
+            let connected = match known {
+                Some(n) => n,
+                None => self.ensure_library(&addr, deadline)?,
+            };
             let replicas = map.replicas_of(&addr).max(connected);
             let failure = match self.attempt(&addr, request, ask.is_some(), replicas) {
                 Ok(replies) => return Ok((replies, addr)),

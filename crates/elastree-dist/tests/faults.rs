@@ -13,6 +13,7 @@ use std::ops::Bound;
 
 use elastree::{Direction, Error, Index};
 use elastree_dist::baseline::BaselineIndex;
+use elastree_dist::local::LocalCluster;
 use elastree_dist::{DistError, DistIndex, DistOptions, RebalanceReport, RouterOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -404,52 +405,81 @@ fn migrate_keys(from: u16, to: u16, keys: &[Vec<u8>]) {
     let _: String = cmd.query(&mut node(from)).unwrap();
 }
 
-#[test]
-fn operations_wait_out_a_slot_migration_of_their_sub_tree() {
-    let cluster = cluster::start(3, 0);
-    let seeds = cluster::seeds(&cluster);
-    let name = cluster::unique_name("slotmig");
-    let options = DistOptions {
-        subtrees_per_master: 1,
-        auto_rebalance: false,
-        ..cluster::options(&name, true, 4)
-    };
-    let index = DistIndex::connect(&seeds, options).expect("connect");
-    for k in 0..300u64 {
-        index.insert(&key(k * 2), k * 2).unwrap();
+/// An index whose first sub-tree is about to have its slot migrated by hand (CLUSTER
+/// SETSLOT), as redis-cli does: the slot, the master that owns it and another one.
+struct SlotMove {
+    index: DistIndex,
+    slot: u16,
+    source: u16,
+    target: u16,
+}
+
+impl SlotMove {
+    /// An index named `name` holding `keys` (each its own tid) in one sub-tree per master.
+    fn new(cluster: &LocalCluster, name: &str, keys: impl Iterator<Item = u64>) -> SlotMove {
+        let options = DistOptions {
+            subtrees_per_master: 1,
+            auto_rebalance: false,
+            ..cluster::options(name, true, 4)
+        };
+        let index = DistIndex::connect(&cluster::seeds(cluster), options).expect("connect");
+        for k in keys {
+            index.insert(&key(k), k).unwrap();
+        }
+        let entry = index.top_entries()[0].clone();
+        let tag = format!("{{et:{name}:{}}}", entry.token);
+        let slot = elastree_dist::slots::slot_of(tag.as_bytes());
+        let masters = cluster.masters().unwrap();
+        let mut plan = SlotMove {
+            index,
+            slot,
+            source: 0,
+            target: 0,
+        };
+        plan.source = *masters.iter().find(|&&p| plan.keys_in_slot(p) > 0).unwrap();
+        plan.target = *masters.iter().find(|&&p| p != plan.source).unwrap();
+        plan
     }
-    // The sub-tree of key 0, its slot, the master that owns it and another one.
-    let entry = index.top_entries()[0].clone();
-    let tag = format!("{{et:{name}:{}}}", entry.token);
-    let slot = elastree_dist::slots::slot_of(tag.as_bytes());
-    let masters = cluster.masters().unwrap();
-    let id_of = |port: u16| -> String {
+
+    fn keys_in_slot(&self, port: u16) -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(self.slot)
+            .query(&mut node(port))
+            .unwrap()
+    }
+
+    fn id(port: u16) -> String {
         redis::cmd("CLUSTER")
             .arg("MYID")
             .query(&mut node(port))
             .unwrap()
-    };
-    let owns = |port: u16| {
-        let keys: i64 = redis::cmd("CLUSTER")
-            .arg("COUNTKEYSINSLOT")
-            .arg(slot)
-            .query(&mut node(port))
-            .unwrap();
-        keys > 0
-    };
-    let source = *masters.iter().find(|&&p| owns(p)).unwrap();
-    let target = *masters.iter().find(|&&p| p != source).unwrap();
-    let (source_id, target_id) = (id_of(source), id_of(target));
-    let setslot = |port: u16, args: &[&str]| {
+    }
+
+    /// CLUSTER SETSLOT of the slot on the node at `port`.
+    fn setslot(&self, port: u16, args: &[&str]) {
         let mut cmd = redis::cmd("CLUSTER");
-        cmd.arg("SETSLOT").arg(slot);
+        cmd.arg("SETSLOT").arg(self.slot);
         for a in args {
             cmd.arg(*a);
         }
         let _: String = cmd.query(&mut node(port)).unwrap();
-    };
-    setslot(target, &["IMPORTING", &source_id]);
-    setslot(source, &["MIGRATING", &target_id]);
+    }
+
+    /// Marks the slot migrating from source to target (no key moved yet).
+    fn start(&self) {
+        self.setslot(self.target, &["IMPORTING", &Self::id(self.source)]);
+        self.setslot(self.source, &["MIGRATING", &Self::id(self.target)]);
+    }
+}
+
+#[test]
+fn operations_wait_out_a_slot_migration_of_their_sub_tree() {
+    let cluster = cluster::start(3, 0);
+    let name = cluster::unique_name("slotmig");
+    let plan = SlotMove::new(&cluster, &name, (0..300u64).map(|k| k * 2));
+    let (index, slot, source, target) = (&plan.index, plan.slot, plan.source, plan.target);
+    plan.start();
     // The tag's node keys go first; its meta key stays, so calls still land on the source
     // and find their nodes gone.
     let keys: Vec<Vec<u8>> = redis::cmd("CLUSTER")
@@ -483,8 +513,9 @@ fn operations_wait_out_a_slot_migration_of_their_sub_tree() {
         // Finish the migration after a while, as redis-cli would.
         std::thread::sleep(Duration::from_millis(700));
         migrate_keys(source, target, &rest);
+        let target_id = SlotMove::id(target);
         for port in cluster.masters().unwrap() {
-            setslot(port, &["NODE", &target_id]);
+            plan.setslot(port, &["NODE", &target_id]);
         }
         let waited = worker.join().unwrap();
         assert!(
@@ -497,56 +528,20 @@ fn operations_wait_out_a_slot_migration_of_their_sub_tree() {
     for k in 0..300u64 {
         assert_eq!(index.get(&key(k * 2)).unwrap(), Some(k * 2));
     }
-    index.destroy().unwrap();
+    plan.index.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }
 
 #[test]
 fn a_split_refused_by_a_migrating_slot_changes_nothing_until_it_succeeds() {
     let cluster = cluster::start(3, 0);
-    let seeds = cluster::seeds(&cluster);
     let name = cluster::unique_name("slotsplit");
-    let options = DistOptions {
-        subtrees_per_master: 1,
-        auto_rebalance: false,
-        ..cluster::options(&name, true, 4)
-    };
-    let index = DistIndex::connect(&seeds, options).expect("connect");
-    for k in 0..40u64 {
-        index.insert(&key(k * 100), k * 100).unwrap();
-    }
-    let entry = index.top_entries()[0].clone();
-    let tag = format!("{{et:{name}:{}}}", entry.token);
-    let slot = elastree_dist::slots::slot_of(tag.as_bytes());
-    let masters = cluster.masters().unwrap();
-    let keys_in_slot = |port: u16| -> i64 {
-        redis::cmd("CLUSTER")
-            .arg("COUNTKEYSINSLOT")
-            .arg(slot)
-            .query(&mut node(port))
-            .unwrap()
-    };
-    let source = *masters.iter().find(|&&p| keys_in_slot(p) > 0).unwrap();
-    let target = *masters.iter().find(|&&p| p != source).unwrap();
-    let id_of = |port: u16| -> String {
-        redis::cmd("CLUSTER")
-            .arg("MYID")
-            .query(&mut node(port))
-            .unwrap()
-    };
-    let setslot = |port: u16, args: &[&str]| {
-        let mut cmd = redis::cmd("CLUSTER");
-        cmd.arg("SETSLOT").arg(slot);
-        for a in args {
-            cmd.arg(*a);
-        }
-        let _: String = cmd.query(&mut node(port)).unwrap();
-    };
+    let plan = SlotMove::new(&cluster, &name, (0..40u64).map(|k| k * 100));
+    let (index, source) = (&plan.index, plan.source);
     // The slot starts migrating, but no key has moved: every node is there, and only a new
     // node key (a split) is refused.
-    setslot(target, &["IMPORTING", &id_of(source)]);
-    setslot(source, &["MIGRATING", &id_of(target)]);
-    let keys_before = keys_in_slot(source);
+    plan.start();
+    let keys_before = plan.keys_in_slot(source);
     let began = Instant::now();
     std::thread::scope(|s| {
         let worker = s.spawn(|| {
@@ -558,18 +553,21 @@ fn a_split_refused_by_a_migrating_slot_changes_nothing_until_it_succeeds() {
         });
         std::thread::sleep(Duration::from_millis(700));
         // The migration is called off.
-        setslot(source, &["STABLE"]);
-        setslot(target, &["STABLE"]);
+        plan.setslot(source, &["STABLE"]);
+        plan.setslot(plan.target, &["STABLE"]);
         let waited = worker.join().unwrap();
         assert!(
             waited >= Duration::from_millis(500),
             "a split waited for the slot: {waited:?}"
         );
     });
-    assert!(keys_in_slot(source) > keys_before, "the splits did happen");
+    assert!(
+        plan.keys_in_slot(source) > keys_before,
+        "the splits did happen"
+    );
     // check() compares the tag's count with the entries: failed attempts left no trace.
     index.check().unwrap();
     assert_eq!(index.len(), 52);
-    index.destroy().unwrap();
+    plan.index.destroy().unwrap();
     cluster.down_with(true).unwrap();
 }

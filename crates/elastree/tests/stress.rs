@@ -165,16 +165,7 @@ fn stress(index: &dyn Index, registry: &Registry, enc: Enc) {
     for set in finals {
         expected.extend(set);
     }
-    let mut got = Vec::new();
-    index
-        .scan(
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Ascending,
-            usize::MAX,
-            &mut |k, t| got.push((decode(enc, k), t)),
-        )
-        .unwrap();
+    let got = common::all_pairs_by(index, |k| decode(enc, k));
     assert_eq!(got.len(), expected.len(), "pairs lost or duplicated");
     assert!(
         got.iter().copied().eq(expected.iter().copied()),

@@ -84,6 +84,12 @@ pub fn builder(kind: IndexKind, registry: &Arc<Registry>, budget: usize) -> Inde
 /// Every pair of `index` in ascending order, for indexes whose keys are 8-byte big-endian
 /// integers.
 pub fn all_pairs(index: &dyn Index) -> Vec<(u64, u64)> {
+    all_pairs_by(index, |k| u64::from_be_bytes(k.try_into().unwrap()))
+}
+
+/// Every pair of `index` in ascending order, each key turned back into its integer by
+/// `decode`.
+pub fn all_pairs_by(index: &dyn Index, decode: impl Fn(&[u8]) -> u64) -> Vec<(u64, u64)> {
     let mut pairs = Vec::new();
     index
         .scan(
@@ -91,7 +97,7 @@ pub fn all_pairs(index: &dyn Index) -> Vec<(u64, u64)> {
             Bound::Unbounded,
             Direction::Ascending,
             usize::MAX,
-            &mut |k, t| pairs.push((u64::from_be_bytes(k.try_into().unwrap()), t)),
+            &mut |k, t| pairs.push((decode(k), t)),
         )
         .unwrap();
     pairs
