@@ -53,7 +53,7 @@
 //!
 //! A bound too small to hold even an empty index is refused at build time.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use crate::index::Error;
@@ -387,12 +387,22 @@ impl<K> SweepState<K> {
     }
 }
 
+/// The most leaf pairs the sweep may owe (see [`SweepCursor::owe`]): enough for every
+/// writer of a busy machine to lose a few turns, and small enough that the sweep that pays
+/// them (examining at most 8 pairs per pair owed) costs its insert well under a millisecond.
+pub const MAX_OWED_PAIRS: usize = 1024;
+
 /// The sweep's shared state: one per elastic tree. A sweeping writer holds it for the whole
-/// sweep, so at most one thread sweeps at a time, and others skip their turn instead of
-/// waiting.
+/// sweep, so at most one thread sweeps at a time, and others do not wait: they add their
+/// quota to what the sweep owes, and the next sweep pays it. So the sweep compacts as much
+/// with many writers as with one, whichever thread gets the cursor; without the debt, how far
+/// the tree stayed over its budget depended on how often writers met at the cursor.
 #[derive(Debug)]
 pub struct SweepCursor<K> {
     state: Mutex<SweepState<K>>,
+    /// Pairs that sweeps skipped (the cursor was taken, or they lost too many races) and a
+    /// later sweep should compact on top of its own quota; at most [`MAX_OWED_PAIRS`].
+    owed: AtomicUsize,
 }
 
 impl<K> Default for SweepCursor<K> {
@@ -410,7 +420,23 @@ impl<K> SweepCursor<K> {
                 idle: 0,
                 backoff: 0,
             }),
+            owed: AtomicUsize::new(0),
         }
+    }
+
+    /// Records `pairs` a sweep could not compact for a later sweep to do (capped at
+    /// [`MAX_OWED_PAIRS`]).
+    pub fn owe(&self, pairs: usize) {
+        let _ = self
+            .owed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |owed| {
+                Some((owed + pairs).min(MAX_OWED_PAIRS))
+            });
+    }
+
+    /// Takes what earlier sweeps owe, leaving nothing owed.
+    pub fn take_owed(&self) -> usize {
+        self.owed.swap(0, Ordering::Relaxed)
     }
 
     /// Takes the cursor for one sweep, or `None` if another thread is sweeping.
@@ -470,6 +496,18 @@ mod tests {
         // Back in the expanding state, the sweep stops (hysteresis).
         policy.observe(800_000);
         assert_eq!(policy.sweep_quota(950_000, 1024), 0);
+    }
+
+    #[test]
+    fn skipped_sweeps_are_owed_to_the_next() {
+        let cursor = SweepCursor::<u64>::new();
+        cursor.owe(3);
+        cursor.owe(2);
+        assert_eq!(cursor.take_owed(), 5);
+        assert_eq!(cursor.take_owed(), 0, "a debt is paid once");
+        cursor.owe(MAX_OWED_PAIRS);
+        cursor.owe(1);
+        assert_eq!(cursor.take_owed(), MAX_OWED_PAIRS, "the debt is capped");
     }
 
     #[test]

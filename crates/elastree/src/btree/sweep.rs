@@ -39,19 +39,22 @@ struct Step<K> {
 }
 
 impl<R: NodeRepr> Tree<R> {
-    /// Compacts up to `quota` pairs of adjacent cold leaves, starting at the sweep cursor
-    /// and moving it on. Best effort: if another thread holds the cursor, or steps keep
-    /// losing races, it stops early; the tree is correct either way.
+    /// Compacts up to `quota` pairs of adjacent cold leaves, plus what earlier sweeps owe,
+    /// starting at the sweep cursor and moving it on. If another thread holds the cursor, or
+    /// steps keep losing races, it stops early and leaves the pairs it did not compact owed
+    /// to the next sweep; the tree is correct either way.
     pub(super) fn sweep(&self, quota: usize, guard: &Guard) {
         let Some(cursor) = R::sweep_cursor(&self.config) else {
             return;
         };
         let Some(mut state) = cursor.try_take() else {
+            cursor.owe(quota);
             return;
         };
         if !state.take_turn() {
             return;
         }
+        let quota = quota + cursor.take_owed();
         let mut compacted = 0;
         let allowance = quota * PAIRS_EXAMINED_PER_QUOTA;
         let mut examine = allowance;
@@ -63,6 +66,7 @@ impl<R: NodeRepr> Tree<R> {
                 Err(Restart) => {
                     restarts += 1;
                     if restarts == SWEEP_RESTARTS {
+                        cursor.owe(quota - compacted);
                         break;
                     }
                 }
