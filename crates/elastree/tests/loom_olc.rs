@@ -1,7 +1,7 @@
 //! Model checks of the optimistic version lock with loom, which explores every interleaving
 //! (and the reorderings the C++11 memory model allows) of small scenarios. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p elastree --test loom_olc --release`.
-#![cfg(loom)]
+//! `cargo test --workspace --features elastree/loom --test loom_olc`.
+#![cfg(feature = "loom")]
 
 use elastree::sync::{Restart, VersionLock};
 use loom::sync::atomic::{AtomicU64, Ordering};

@@ -1,9 +1,9 @@
-//! The atomics the version lock is built on: std's, or loom's under `--cfg loom`, so that
+//! The atomics the version lock is built on: std's, or loom's under the `loom` feature, so that
 //! the lock protocol can be model-checked (`tests/loom_olc.rs`).
 
-#[cfg(loom)]
+#[cfg(feature = "loom")]
 pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The pacing of one spin-wait: a few short spins, then yields of the thread, so that a
@@ -13,7 +13,7 @@ pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering}
 /// yield, so the model makes progress.
 #[derive(Default)]
 pub struct SpinWait {
-    #[cfg(not(loom))]
+    #[cfg(not(feature = "loom"))]
     backoff: crossbeam_utils::Backoff,
 }
 
@@ -27,9 +27,9 @@ impl SpinWait {
     /// Waits once: spins at first (doubling up to 64 spin hints), then yields the thread.
     #[inline]
     pub fn wait(&self) {
-        #[cfg(loom)]
+        #[cfg(feature = "loom")]
         loom::thread::yield_now();
-        #[cfg(not(loom))]
+        #[cfg(not(feature = "loom"))]
         self.backoff.snooze();
     }
 }

@@ -189,7 +189,7 @@ impl Drop for WriteGuard<'_> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 
