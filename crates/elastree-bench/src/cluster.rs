@@ -100,13 +100,19 @@ pub fn fresh_name(prefix: &str) -> String {
 }
 
 /// Opens a new, empty unique index of distributed `kind` named `name` on the cluster at
-/// `seed` ("host:port"), with `options`' other settings.
+/// `seed` ("host:port"), with `options`' other settings. An address nothing listens on is
+/// an error at once (within `options.router.connect_timeout`), not after the operation
+/// timeout.
 pub fn connect(
     kind: IndexKind,
     seed: &str,
     name: String,
     options: DistOptions,
 ) -> Result<Box<dyn ClusterIndex>, String> {
+    if !kind.is_distributed() {
+        return Err(format!("{kind} is not a distributed kind"));
+    }
+    elastree_dist::reachable(seed, options.router.connect_timeout).map_err(|e| e.to_string())?;
     let seeds = [seed.to_string()];
     let options = DistOptions { name, ..options };
     let client: Box<dyn ClusterIndex> = match kind {
@@ -143,6 +149,13 @@ pub fn per_op(stats: DistStats) -> Option<(f64, f64)> {
     })
 }
 
+/// `cluster-node-timeout` of the clusters the benchmark starts itself, in milliseconds.
+pub const BENCH_NODE_TIMEOUT_MS: u64 = 15_000;
+
+/// How long the benchmark waits for a cluster it starts (or grows) to become healthy, in
+/// milliseconds: a few seconds on an idle machine, more while the cores are busy elsewhere.
+pub const BENCH_READY_TIMEOUT_MS: u64 = 120_000;
+
 /// A local cluster started for one run: stopped (processes killed, directory deleted) when
 /// dropped, also during a panic.
 pub struct LocalClusterGuard {
@@ -151,16 +164,24 @@ pub struct LocalClusterGuard {
 
 impl LocalClusterGuard {
     /// Starts a local cluster of `masters` masters with `replicas` replicas each on free
-    /// ports, in a fresh temporary directory.
+    /// ports, in a fresh temporary directory. It is removed when the guard drops, and when
+    /// the process ends without dropping it (Ctrl-C, a kill).
     pub fn start(masters: usize, replicas: usize) -> Result<Self, String> {
         let spec = ClusterSpec {
             masters,
             replicas,
+            // A benchmark keeps both the clients and the nodes busy on the same cores; a node
+            // starved for a moment must not be declared failed (the default is 2 s, for
+            // trying failover by hand). No run here measures a failover.
+            node_timeout_ms: BENCH_NODE_TIMEOUT_MS,
+            ready_timeout_ms: BENCH_READY_TIMEOUT_MS,
             ..ClusterSpec::default()
         };
         let mut cluster =
             LocalCluster::up(&spec).map_err(|e| format!("starting a local Redis Cluster: {e}"))?;
-        cluster.set_remove_on_drop(true);
+        cluster
+            .set_remove_on_drop(true)
+            .map_err(|e| format!("starting the local Redis Cluster's reaper: {e}"))?;
         Ok(Self {
             cluster: Some(cluster),
         })

@@ -6,7 +6,6 @@
 //! redis-server for `elastree cluster`.
 
 use std::io::{self, IsTerminal};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,7 +17,7 @@ use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
 use elastree_dist::baseline::BaselineIndex;
-use elastree_dist::{DistIndex, DistOptions};
+use elastree_dist::{reachable, DistIndex, DistOptions};
 
 use std::sync::Arc;
 
@@ -178,9 +177,9 @@ impl ShellArgs {
             eprintln!("elastree: cannot open the {kind} index on the cluster at {seed}: {what}");
             ExitCode::from(EXIT_BAD_CONFIG)
         };
-        reachable(&seed, self.dist_options().router.connect_timeout).map_err(&fail)?;
-        let seeds = [seed.clone()];
         let options = self.dist_options();
+        reachable(&seed, options.router.connect_timeout).map_err(|e| fail(e.to_string()))?;
+        let seeds = [seed.clone()];
         let opened: Result<Box<dyn Index>, _> = match kind {
             IndexKind::DistBaseline => {
                 BaselineIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>)
@@ -189,23 +188,6 @@ impl ShellArgs {
         };
         opened.map_err(|e| fail(e.to_string()))
     }
-}
-
-/// Whether something accepts TCP connections at `addr` ("host:port") within `timeout`, so
-/// that a wrong address fails at once instead of after the operation timeout.
-fn reachable(addr: &str, timeout: Duration) -> Result<(), String> {
-    let targets: Vec<SocketAddr> = addr
-        .to_socket_addrs()
-        .map_err(|e| format!("{addr:?} is not a host:port address ({e})"))?
-        .collect();
-    let mut last = format!("{addr:?} resolves to no address");
-    for target in targets {
-        match TcpStream::connect_timeout(&target, timeout) {
-            Ok(_) => return Ok(()),
-            Err(e) => last = format!("nothing answers at {target}: {e}"),
-        }
-    }
-    Err(last)
 }
 
 /// The options that choose and configure an index; shared by every subcommand that builds

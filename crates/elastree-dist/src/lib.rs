@@ -72,5 +72,5 @@ mod top;
 pub use balance::RebalanceReport;
 pub use error::DistError;
 pub use index::{DistIndex, DistOptions, DistStats, SUBTREE_ENTRIES};
-pub use router::RouterOptions;
+pub use router::{reachable, RouterOptions};
 pub use top::TopEntry;

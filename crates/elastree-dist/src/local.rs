@@ -21,6 +21,7 @@
 mod health;
 mod probe;
 mod process;
+mod reaper;
 mod start;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ pub use process::process_alive;
 use process::{
     port_free, release_ports, require_programs, reserve_ports, signal, try_reserve, wait_gone,
 };
+use reaper::Reaper;
 
 /// The number of hash slots of a Redis Cluster.
 pub const CLUSTER_SLOTS: usize = 16384;
@@ -50,8 +52,9 @@ pub(crate) const BUS_PORT_OFFSET: u16 = 10000;
 /// How long a `redis-cli --cluster` command may run (create and rebalance move at most a
 /// few thousand keys on a test cluster; they take seconds).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a started node may take to answer PING.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a started node may take to answer PING (a second when the machine is idle; the
+/// deadline only matters on one whose cores are busy elsewhere).
+const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Between SIGTERM and SIGKILL in [`LocalCluster::down`].
 const TERM_GRACE: Duration = Duration::from_secs(2);
 /// Pause between two polls of a wait loop.
@@ -269,6 +272,9 @@ pub struct LocalCluster {
     started_here: bool,
     /// Stop the processes and delete the directory on drop (only if `started_here`).
     remove_on_drop: bool,
+    /// With `remove_on_drop`: the process that removes the cluster if this one exits
+    /// without dropping it.
+    reaper: Option<Reaper>,
 }
 
 impl LocalCluster {
@@ -315,6 +321,7 @@ impl LocalCluster {
                 },
                 started_here: true,
                 remove_on_drop: false,
+                reaper: None,
             };
             match cluster.start_nodes(&ports) {
                 Ok(()) => {}
@@ -371,14 +378,25 @@ impl LocalCluster {
             state,
             started_here: false,
             remove_on_drop: false,
+            reaper: None,
         })
     }
 
     /// When `yes`, dropping this cluster (also while a test panics) kills its processes and
-    /// deletes its directory. Only a cluster started by [`up`](Self::up) in this process
-    /// honours it; an [`open`](Self::open)ed one is never stopped by a drop.
-    pub fn set_remove_on_drop(&mut self, yes: bool) {
+    /// deletes its directory, and so does the end of this process if the cluster is never
+    /// dropped (one kept in a `static`, an abort, a kill signal): a small reaper process
+    /// waits for it. Only a cluster started by [`up`](Self::up) in this process honours it;
+    /// an [`open`](Self::open)ed one is never stopped by a drop.
+    pub fn set_remove_on_drop(&mut self, yes: bool) -> Result<(), DistError> {
         self.remove_on_drop = yes;
+        if yes && self.started_here && self.reaper.is_none() {
+            self.reaper = Some(Reaper::watch(&self.dir)?);
+        } else if !yes {
+            if let Some(reaper) = self.reaper.take() {
+                reaper.disarm();
+            }
+        }
+        Ok(())
     }
 
     /// The cluster's directory (absolute).
@@ -506,16 +524,20 @@ impl LocalCluster {
         }
         release_ports(&[port]);
         let seed = self.seed();
-        let deadline = Instant::now() + Duration::from_millis(self.state.ready_timeout_ms);
+        // Each wait gets the whole ready timeout from its own start: the rebalance between
+        // them moves keys and may take a while on a busy machine.
+        let ready = Duration::from_millis(self.state.ready_timeout_ms);
         let new = format!("127.0.0.1:{port}");
         self.tool(
             "add-node",
             &["--cluster", "add-node", &new, &seed, "--cluster-yes"],
         )?;
         // `rebalance` refuses to run until every node knows the new one.
-        self.wait(deadline, "every node to know the new node", |c| {
-            c.agreement(None, true)
-        })?;
+        self.wait(
+            Instant::now() + ready,
+            "every node to know the new node",
+            |c| c.agreement(None, true),
+        )?;
         self.tool(
             "rebalance",
             &[
@@ -526,9 +548,11 @@ impl LocalCluster {
                 "--cluster-yes",
             ],
         )?;
-        self.wait(deadline, "the rebalanced cluster to settle", |c| {
-            c.agreement(Some(expected), true)
-        })?;
+        self.wait(
+            Instant::now() + ready,
+            "the rebalanced cluster to settle",
+            |c| c.agreement(Some(expected), true),
+        )?;
         self.refresh_roles();
         self.save()?;
         Ok(port)
@@ -581,8 +605,11 @@ impl LocalCluster {
 
     /// [`down`](Self::down), and with `remove_data` also deletes the cluster's directory.
     pub fn down_with(mut self, remove_data: bool) -> Result<(), DistError> {
-        // Drop must not act again.
+        // Drop and the reaper must not act again (the data may be kept).
         self.remove_on_drop = false;
+        if let Some(reaper) = self.reaper.take() {
+            reaper.disarm();
+        }
         let live: Vec<(u32, u16)> = self
             .state
             .nodes

@@ -8,6 +8,8 @@
 //! its timeouts and retries are the ones configured here.
 
 use std::collections::HashMap;
+use std::io::ErrorKind as IoErrorKind;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
@@ -52,6 +54,47 @@ impl Default for RouterOptions {
             repeat_writes: false,
         }
     }
+}
+
+/// Checks that something accepts TCP connections at `seed` ("host:port"), trying each
+/// address it resolves to for at most `timeout`, so that a wrong or dead cluster address
+/// fails at once instead of after [`RouterOptions::op_timeout`] of retries (a connection
+/// that is refused fails without waiting for `timeout`). Call it before
+/// [`crate::DistIndex::connect`] when the address comes from a user.
+///
+/// It only opens (and closes) a TCP connection: whether a Redis Cluster node answers there
+/// is for the connect that follows to find out.
+///
+/// # Errors
+///
+/// [`DistError::Invalid`] when `seed` is not a "host:port" address, and
+/// [`DistError::Unavailable`] naming `seed` when it resolves to no address or nothing
+/// accepts a connection at any address it resolves to.
+pub fn reachable(seed: &str, timeout: Duration) -> Result<(), DistError> {
+    let targets: Vec<SocketAddr> = match seed.to_socket_addrs() {
+        Ok(targets) => targets.collect(),
+        Err(e) if e.kind() == IoErrorKind::InvalidInput => {
+            return Err(DistError::Invalid(format!(
+                "{seed:?} is not a host:port address ({e})"
+            )))
+        }
+        Err(e) => {
+            return Err(DistError::Unavailable(format!(
+                "cannot resolve {seed:?}: {e}"
+            )))
+        }
+    };
+    let mut last = format!("{seed:?} resolves to no address");
+    for target in targets {
+        match TcpStream::connect_timeout(&target, timeout) {
+            Ok(_) => return Ok(()),
+            Err(e) if target.to_string() == seed => {
+                last = format!("nothing answers at {seed}: {e}")
+            }
+            Err(e) => last = format!("nothing answers at {seed} ({target}): {e}"),
+        }
+    }
+    Err(DistError::Unavailable(last))
 }
 
 /// Counters of the requests a client made.
@@ -537,6 +580,59 @@ fn classify(e: RedisError) -> Failure {
                 Failure::Fatal(DistError::Corrupt(text))
             } else {
                 Failure::Fatal(DistError::Redis(text))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// How long the tests let [`reachable`] try one address: far above what a local
+    /// connection takes on a loaded machine, so only a refusal makes it return early.
+    const PATIENT: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_listening_port_is_reachable() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // The kernel completes the handshake from the backlog: nobody needs to accept.
+        reachable(&addr, PATIENT).unwrap_or_else(|e| panic!("{addr} listens: {e}"));
+    }
+
+    #[test]
+    fn a_refused_port_is_unavailable_at_once() {
+        // A port nothing listens on and nothing else can take while the test runs: the
+        // local end of an open connection (bound, not listening: connecting to it is
+        // refused).
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let held = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let addr = held.local_addr().unwrap().to_string();
+        let started = Instant::now();
+        let err = reachable(&addr, PATIENT).unwrap_err();
+        let took = started.elapsed();
+        match &err {
+            DistError::Unavailable(message) => {
+                assert!(message.contains(&addr), "the error names {addr}: {message}")
+            }
+            other => panic!("{addr}: expected Unavailable, got {other:?}"),
+        }
+        // A refusal returns without waiting out the timeout (the bound is half of it, so a
+        // busy machine cannot make this fail; a wait for the timeout always would).
+        assert!(took < PATIENT / 2, "{addr}: refused only after {took:?}");
+    }
+
+    #[test]
+    fn a_malformed_address_is_invalid() {
+        for seed in ["127.0.0.1", "no port here", "127.0.0.1:notaport"] {
+            match reachable(seed, PATIENT) {
+                Err(DistError::Invalid(message)) => {
+                    assert!(message.contains(seed), "{seed:?}: {message}")
+                }
+                other => panic!("{seed:?}: expected Invalid, got {other:?}"),
             }
         }
     }
