@@ -620,17 +620,32 @@ mod tests {
         assert!(!shared.key(10, &mut out) && out.is_empty());
     }
 
+    /// Sets its flag when dropped, also while a panic unwinds: a failing writer stops the
+    /// readers that loop until it is done, instead of leaving them (and the test) spinning.
+    struct SetOnDrop<'a>(&'a AtomicBool);
+
+    impl Drop for SetOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+
     #[test]
     fn concurrent_readers_while_a_writer_appends() {
         const ROWS: u64 = 20_000;
         let t = people();
         let published = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
         thread::scope(|s| {
+            // Set after the writer's last store (or when it panics), so a reader that sees
+            // it loads `published` afterwards and still checks the final count.
+            let _stop = SetOnDrop(&stop);
             for r in 0..4u64 {
-                let (t, published) = (&t, &published);
+                let (t, published, stop) = (&t, &published, &stop);
                 s.spawn(move || {
                     let (mut out, mut probe) = (Vec::new(), r);
                     loop {
+                        let stopping = stop.load(Ordering::Acquire);
                         let done = published.load(Ordering::Acquire);
                         // Every published row is visible with its full contents.
                         probe = (probe * 31 + 7) % (done + 1);
@@ -642,9 +657,12 @@ mod tests {
                         if let Some(row) = t.get(done + 3) {
                             assert_eq!(row, &person(done + 3, &format!("k{}", done + 3), -1));
                         }
-                        if done == ROWS {
+                        if done == ROWS || stopping {
                             break;
                         }
+                        // Four readers and the writer share two cores on a small machine:
+                        // let the writer run.
+                        thread::yield_now();
                     }
                 });
             }

@@ -2,14 +2,13 @@
 //! thresholds, it keeps to its budget where a B+-tree would not, the all-SeqTree tree is
 //! compact, and impossible configurations are refused with typed errors.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{builder, scaled, Registry};
 use elastree::elastic::ElasticOptions;
 use elastree::table::KeySource;
 use elastree::{ElasticIndex, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree_testkit::model::{builder, scaled, settled_memory, Registry};
+use elastree_testkit::time_limit;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -29,7 +28,7 @@ fn table(n: usize, seed: u64) -> (Arc<Vec<Vec<u8>>>, Vec<u64>) {
 /// what it can (`what` describes the run for the failure message).
 fn assert_within_budget(index: &dyn Index, budget: usize, what: &str) {
     let bound = (budget as f64 * 1.05) as usize;
-    let held = common::settled_memory(index, bound);
+    let held = settled_memory(index, bound);
     assert!(
         held <= bound,
         "{held} bytes over the budget of {budget} ({what})"
@@ -49,6 +48,7 @@ fn elastic(keys: &Arc<Vec<Vec<u8>>>, options: ElasticOptions) -> ElasticIndex {
 
 #[test]
 fn grows_within_its_budget_and_expands_back() {
+    let _limit = time_limit();
     let n = scaled(200_000) as usize;
     let (keys, order) = table(n, 1);
     // A plain B+-tree needs about 23.6 bytes per random 8-byte key: the budget is what it
@@ -63,17 +63,29 @@ fn grows_within_its_budget_and_expands_back() {
     assert!(stats.compactions > 0, "{stats:?}");
     assert_within_budget(&index, budget, &format!("{n} keys"));
     for &tid in &order {
-        assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
+        assert_eq!(
+            index.get(&keys[tid as usize]).unwrap(),
+            Some(tid),
+            "get of tid {tid}"
+        );
     }
     // Remove 90%: SeqTree leaves shrink and turn back into standard leaves.
     for &tid in &order[..n * 9 / 10] {
-        assert_eq!(index.remove(&keys[tid as usize]).unwrap(), Some(tid));
+        assert_eq!(
+            index.remove(&keys[tid as usize]).unwrap(),
+            Some(tid),
+            "remove of tid {tid}"
+        );
     }
     index.check().unwrap();
     // Lookups in the expanding state split what is left.
     for _ in 0..4 {
         for &tid in &order[n * 9 / 10..] {
-            assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
+            assert_eq!(
+                index.get(&keys[tid as usize]).unwrap(),
+                Some(tid),
+                "get of tid {tid}"
+            );
         }
     }
     index.check().unwrap();
@@ -84,6 +96,7 @@ fn grows_within_its_budget_and_expands_back() {
 
 #[test]
 fn seqtree_is_compact() {
+    let _limit = time_limit();
     let n = scaled(200_000) as usize;
     let (keys, order) = table(n, 2);
     let source: Arc<dyn KeySource> = keys.clone();
@@ -96,13 +109,14 @@ fn seqtree_is_compact() {
         index.insert(&keys[tid as usize], tid).unwrap();
     }
     index.check().unwrap();
-    let per_key = common::settled_memory(&*index, n * 11) as f64 / n as f64;
+    let per_key = settled_memory(&*index, n * 11) as f64 / n as f64;
     // The target is at most 11 bytes per key including tids and inner nodes.
     assert!(per_key <= 11.0, "{per_key:.2} bytes per key");
 }
 
 #[test]
 fn impossible_configurations_are_typed_errors() {
+    let _limit = time_limit();
     let registry = Registry::new();
     let missing_source = IndexBuilder::new(IndexKind::SeqTree).build();
     assert!(matches!(missing_source, Err(Error::InvalidConfig(_))));
@@ -131,6 +145,7 @@ fn impossible_configurations_are_typed_errors() {
 
 #[test]
 fn a_budget_below_the_inner_nodes_degrades_to_all_compact() {
+    let _limit = time_limit();
     let n = scaled(50_000) as usize;
     let (keys, order) = table(n, 3);
     let index = elastic(&keys, ElasticOptions::new(elastree::elastic::MIN_BUDGET));
@@ -148,6 +163,7 @@ fn a_budget_below_the_inner_nodes_degrades_to_all_compact() {
 /// index ends well over its budget.
 #[test]
 fn ordered_inserts_keep_the_budget() {
+    let _limit = time_limit();
     let n = scaled(300_000) as usize;
     let keys: Arc<Vec<Vec<u8>>> =
         Arc::new((0..n as u64).map(|k| k.to_be_bytes().to_vec()).collect());
@@ -163,18 +179,30 @@ fn ordered_inserts_keep_the_budget() {
     assert!(stats.sweeps > 0, "{stats:?}");
     assert_within_budget(&index, budget, &format!("{n} keys, {stats:?}"));
     for tid in (0..n as u64).step_by(7) {
-        assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
+        assert_eq!(
+            index.get(&keys[tid as usize]).unwrap(),
+            Some(tid),
+            "get of tid {tid}"
+        );
     }
     assert_eq!(index.len(), n);
     // Draining the index takes it back to expanding, and lookups expand what is left; the
     // sweep (shrinking state only) does not undo that.
     for tid in 0..(n as u64) * 9 / 10 {
-        assert_eq!(index.remove(&keys[tid as usize]).unwrap(), Some(tid));
+        assert_eq!(
+            index.remove(&keys[tid as usize]).unwrap(),
+            Some(tid),
+            "remove of tid {tid}"
+        );
     }
     let swept = index.elastic_stats().unwrap().sweeps;
     for _ in 0..4 {
         for tid in (n as u64) * 9 / 10..n as u64 {
-            assert_eq!(index.get(&keys[tid as usize]).unwrap(), Some(tid));
+            assert_eq!(
+                index.get(&keys[tid as usize]).unwrap(),
+                Some(tid),
+                "get of tid {tid}"
+            );
         }
     }
     index.check().unwrap();
@@ -187,6 +215,7 @@ fn ordered_inserts_keep_the_budget() {
 /// addresses or paths.
 #[test]
 fn ordered_variable_keys_keep_the_budget() {
+    let _limit = time_limit();
     let n = scaled(150_000) as usize;
     let keys: Arc<Vec<Vec<u8>>> = Arc::new(
         (0..n)
@@ -218,6 +247,10 @@ fn ordered_variable_keys_keep_the_budget() {
     assert!(stats.sweeps > 0, "{stats:?}");
     assert_within_budget(&*index, budget, &format!("{n} keys, {stats:?}"));
     for (tid, key) in keys.iter().enumerate().step_by(5) {
-        assert_eq!(index.get(key).unwrap(), Some(tid as u64));
+        assert_eq!(
+            index.get(key).unwrap(),
+            Some(tid as u64),
+            "get of tid {tid}"
+        );
     }
 }

@@ -2,16 +2,17 @@
 //! merges): every merge option through the model test, merges that run while writers and
 //! readers race, the merge trigger, and typed errors.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
-use common::{frequent_merges, min_merges, run_model, tiny, Keys, Registry};
 use elastree::hybrid::{HybridIndex, HybridOptions, MergeMode, MergeStrategy, MergeTrigger};
 use elastree::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree_testkit::model::{
+    all_pairs, assert_same_pairs, frequent_merges, run_model_merging, scaled, tiny, Built, Keys,
+    Registry,
+};
+use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -22,26 +23,37 @@ const KEY_SETS: &[Keys] = &[
     Keys::Var { max: 40 },
 ];
 
-/// The model test with `options`, unique and non-unique, on every key set; the run must
-/// have merged many times.
+/// Merges each model run forces (at evenly spread structure checks); the merges the
+/// trigger starts come on top, racing the operations in between.
+const FORCED_MERGES: u64 = 5;
+
+/// The model test with `options`, unique and non-unique, on every key set; the run merged
+/// at least the merges it forced (a count the schedule cannot change).
 fn model_with(kind: IndexKind, options: HybridOptions, seed: u64) {
+    let _limit = time_limit();
     for unique in [true, false] {
         for (i, &keys) in KEY_SETS.iter().enumerate() {
             let registry = Registry::new();
-            let index = tiny(kind, &registry, unique, keys, 40)
-                .hybrid_options(options.clone())
-                .build()
-                .unwrap();
-            run_model(&*index, &registry, keys, 12_000, seed + i as u64, 199);
-            index.quiesce().unwrap();
-            let stats = index.hybrid_stats().unwrap();
-            assert!(stats.merges >= min_merges(5), "{options:?}: {stats:?}");
+            let builder = tiny(kind, &registry, unique, keys, 40).hybrid_options(options.clone());
+            let built = Built::new(kind, &builder);
+            let seed = seed + i as u64;
+            let forced =
+                run_model_merging(&built, &registry, keys, 12_000, seed, 199, FORCED_MERGES);
+            let hybrid = built.hybrid().expect("a hybrid kind");
+            hybrid.wait_for_merge().unwrap();
+            let merges = hybrid.stats().merges;
+            assert!(
+                forced >= 1 && merges >= forced,
+                "{options:?}, unique {unique}, {keys:?}, seed {seed}: {merges} merges, {forced} \
+                 forced"
+            );
         }
     }
 }
 
 #[test]
 fn model_blocking_merges() {
+    let _limit = time_limit();
     let options = HybridOptions {
         mode: MergeMode::Blocking,
         ..frequent_merges()
@@ -51,6 +63,7 @@ fn model_blocking_merges() {
 
 #[test]
 fn model_merge_cold() {
+    let _limit = time_limit();
     let options = HybridOptions {
         strategy: MergeStrategy::Cold,
         ..frequent_merges()
@@ -60,6 +73,7 @@ fn model_merge_cold() {
 
 #[test]
 fn model_constant_trigger() {
+    let _limit = time_limit();
     let options = HybridOptions {
         trigger: MergeTrigger::Constant(16),
         min_merge: 1,
@@ -70,6 +84,7 @@ fn model_constant_trigger() {
 
 #[test]
 fn model_compressed_small_cache() {
+    let _limit = time_limit();
     let options = HybridOptions {
         cache_blocks: 2,
         ..frequent_merges()
@@ -81,6 +96,7 @@ fn model_compressed_small_cache() {
 /// found every entry hot, they are all still in a dynamic stage.
 #[test]
 fn merge_cold_carries_hot_entries() {
+    let _limit = time_limit();
     let options = HybridOptions {
         strategy: MergeStrategy::Cold,
         trigger: MergeTrigger::Constant(1 << 30),
@@ -118,6 +134,7 @@ fn merge_cold_carries_hot_entries() {
 /// was due, and once the writers stop, the next write brings the stage below the trigger.
 #[test]
 fn ratio_trigger_keeps_the_dynamic_stage_small() {
+    let _limit = time_limit();
     for mode in [MergeMode::Blocking, MergeMode::Background] {
         let options = HybridOptions {
             mode,
@@ -129,7 +146,7 @@ fn ratio_trigger_keeps_the_dynamic_stage_small() {
                 .hybrid_options(options.clone()),
         )
         .unwrap();
-        let n = common::scaled(200_000);
+        let n = scaled(200_000);
         let mut rng = StdRng::seed_from_u64(5);
         for tid in 0..n {
             index.insert(&rng.gen::<u64>().to_be_bytes(), tid).unwrap();
@@ -146,10 +163,21 @@ fn ratio_trigger_keeps_the_dynamic_stage_small() {
         let stats = index.stats();
         let threshold = options.merge_threshold(stats.static_len);
         assert!(stats.dynamic_len < threshold, "{mode:?}: {stats:?}");
-        assert!(
-            stats.static_len * 10 >= n as usize * 8,
+        // Every key is new and nothing is removed: each one is in exactly one stage.
+        assert_eq!(
+            stats.static_len + stats.dynamic_len,
+            n as usize + 1,
             "{mode:?}: {stats:?}"
         );
+        // With the stage below the trigger, most keys are static. (On a small run the
+        // trigger's floor of `min_merge` entries is most of the keys, and how many a lagging
+        // background merge took in decides the split.)
+        if n >= 100_000 {
+            assert!(
+                stats.static_len * 10 >= n as usize * 8,
+                "{mode:?}: {stats:?}"
+            );
+        }
         // A background merge that lags takes in a bigger stage, so only blocking merges
         // have a count that timing cannot move.
         if n >= 100_000 && mode == MergeMode::Blocking {
@@ -172,6 +200,7 @@ fn ratio_trigger_keeps_the_dynamic_stage_small() {
 /// ever misses a key that is present throughout, and no write is lost.
 #[test]
 fn operations_race_with_background_merges() {
+    let _limit = time_limit();
     let options = HybridOptions {
         trigger: MergeTrigger::Ratio(4.0),
         min_merge: 256,
@@ -184,21 +213,30 @@ fn operations_race_with_background_merges() {
             .hybrid_options(options),
     )
     .unwrap();
-    let stable: Vec<u64> = (0..common::scaled(20_000)).map(|k| k * 4).collect();
+    let stable: Vec<u64> = (0..scaled(20_000)).map(|k| k * 4).collect();
     for &k in &stable {
         index.insert(&k.to_be_bytes(), k).unwrap();
     }
-    let done = AtomicBool::new(false);
+    let ops = scaled(60_000);
+    // The writer forces a merge at each checkpoint, so merges happen however slowly the
+    // machine runs the background ones (which still race the reader and the writes between
+    // checkpoints), and their count is one the schedule cannot change.
+    let checkpoint_every = scaled(5_000);
+    let checkpoints = ops / checkpoint_every;
+    let stop = StopFlag::new();
     let written: BTreeMap<u64, u64> = thread::scope(|s| {
-        let (index, stable, done) = (&index, &stable, &done);
-        let reader = s.spawn(move || {
+        let stopping = stop.set_on_drop();
+        let (index, stable, stop) = (&index, &stable, &stop);
+        s.spawn(move || {
             let mut rng = StdRng::seed_from_u64(1);
-            while !done.load(Ordering::Relaxed) {
+            let mut round = 0u64;
+            while !stop.is_set() {
+                round += 1;
                 let k = stable[rng.gen_range(0..stable.len())];
                 assert_eq!(
                     index.get(&k.to_be_bytes()).unwrap(),
                     Some(k),
-                    "stable key {k}"
+                    "reader round {round}: get of stable key {k}"
                 );
                 let lo = stable[rng.gen_range(0..stable.len())];
                 let mut seen = Vec::new();
@@ -211,52 +249,63 @@ fn operations_race_with_background_merges() {
                         &mut |key, _| seen.push(u64::from_be_bytes(key.try_into().unwrap())),
                     )
                     .unwrap();
-                assert!(seen.windows(2).all(|w| w[0] < w[1]), "scan order {seen:?}");
+                if let Some(at) = seen.windows(2).position(|w| w[0] >= w[1]) {
+                    panic!(
+                        "reader round {round}: scan from {lo} out of order at {at}: {} then {}",
+                        seen[at],
+                        seen[at + 1]
+                    );
+                }
                 let last = *seen.last().unwrap();
                 let expected = stable.iter().filter(|&&k| k >= lo && k <= last).count();
                 let got = seen.iter().filter(|&&k| k % 4 == 0).count();
-                assert_eq!(got, expected, "scan from {lo} missed stable keys");
+                assert_eq!(
+                    got, expected,
+                    "reader round {round}: scan from {lo} to {last} missed stable keys"
+                );
             }
         });
         let writer = s.spawn(move || {
             let mut rng = StdRng::seed_from_u64(2);
             let mut mine = BTreeMap::new();
-            for op in 0..common::scaled(60_000) {
-                // Checkpoints, so that merges happen however slowly the machine runs them
-                // (they still race the reader and the writes between checkpoints).
-                if op % 5000 == 4999 {
-                    index.wait_for_merge().unwrap();
+            for op in 0..ops {
+                if op % checkpoint_every == checkpoint_every - 1 {
+                    index
+                        .merge_now()
+                        .unwrap_or_else(|e| panic!("forced merge at op {op}: {e}"));
                 }
                 let k = rng.gen_range(0..stable.len() as u64 * 4) | 1;
                 if rng.gen_bool(0.7) {
                     let previous = index.insert(&k.to_be_bytes(), op).unwrap();
-                    assert_eq!(previous, mine.insert(k, op));
+                    assert_eq!(previous, mine.insert(k, op), "op {op}: insert of key {k}");
                 } else {
                     let removed = index.remove(&k.to_be_bytes()).unwrap();
-                    assert_eq!(removed, mine.remove(&k));
+                    assert_eq!(removed, mine.remove(&k), "op {op}: remove of key {k}");
                 }
             }
             mine
         });
         let mine = writer.join().unwrap();
-        done.store(true, Ordering::Relaxed);
-        reader.join().unwrap();
+        drop(stopping);
         mine
     });
     index.wait_for_merge().unwrap();
-    assert!(index.stats().merges >= min_merges(3), "{:?}", index.stats());
+    let stats = index.stats();
+    assert!(
+        stats.merges >= checkpoints.max(1),
+        "{} merges, {checkpoints} forced",
+        stats.merges
+    );
     let mut expected: BTreeMap<u64, u64> = stable.iter().map(|&k| (k, k)).collect();
     expected.extend(written);
-    let got = common::all_pairs(&index);
-    assert!(
-        got.iter().copied().eq(expected.into_iter()),
-        "final contents differ"
-    );
+    let expected: Vec<(u64, u64)> = expected.into_iter().collect();
+    assert_same_pairs(&all_pairs(&index), &expected, "final contents");
     index.check().unwrap();
 }
 
 #[test]
 fn bad_options_and_reserved_tid_are_typed_errors() {
+    let _limit = time_limit();
     let build = |options: HybridOptions| {
         IndexBuilder::new(IndexKind::Hybrid)
             .hybrid_options(options)
@@ -326,34 +375,44 @@ fn bad_options_and_reserved_tid_are_typed_errors() {
 /// for pairs in the dynamic stage, in the static stage and deleted from it.
 #[test]
 fn bounds_of_any_length_match_the_btree() {
+    let _limit = time_limit();
     for unique in [true, false] {
         for len in [4usize, 8, 16] {
             let build = |kind| {
-                IndexBuilder::new(kind)
-                    .unique(unique)
-                    .key_len(KeyLen::Fixed(len))
-                    .hybrid_options(frequent_merges())
-                    .build()
-                    .unwrap()
+                Built::new(
+                    kind,
+                    &IndexBuilder::new(kind)
+                        .unique(unique)
+                        .key_len(KeyLen::Fixed(len))
+                        .hybrid_options(frequent_merges()),
+                )
             };
-            let (hybrid, btree) = (build(IndexKind::Hybrid), build(IndexKind::BTree));
+            let (built, btree) = (build(IndexKind::Hybrid), build(IndexKind::BTree));
+            let (hybrid, btree) = (built.index(), btree.index());
             let mut rng = StdRng::seed_from_u64(len as u64);
             let alphabet = [0u8, 1, b'a', b'b', 0xff];
             let random_key = |rng: &mut StdRng, n: usize| -> Vec<u8> {
                 (0..n).map(|_| alphabet[rng.gen_range(0..5)]).collect()
             };
             for step in 0..3000u64 {
+                // Merges forced along the way (the trigger's background merges race in
+                // between), so pairs sit in every stage and the merge count is fixed.
+                if step % 1000 == 999 {
+                    built.hybrid().unwrap().merge_now().unwrap();
+                }
                 let key = random_key(&mut rng, len);
                 let tid = rng.gen_range(0..4u64);
                 if rng.gen_bool(0.7) {
                     assert_eq!(
                         hybrid.insert(&key, tid).unwrap(),
-                        btree.insert(&key, tid).unwrap()
+                        btree.insert(&key, tid).unwrap(),
+                        "unique {unique} len {len} step {step}: insert {key:02x?} tid {tid}"
                     );
                 } else {
                     assert_eq!(
                         hybrid.remove_pair(&key, tid).unwrap(),
-                        btree.remove_pair(&key, tid).unwrap()
+                        btree.remove_pair(&key, tid).unwrap(),
+                        "unique {unique} len {len} step {step}: remove_pair {key:02x?} tid {tid}"
                     );
                 }
                 if step % 10 != 0 {
@@ -383,17 +442,17 @@ fn bounds_of_any_length_match_the_btree() {
                         got
                     };
                     assert_eq!(
-                        collect(&*hybrid),
-                        collect(&*btree),
-                        "unique {unique} len {len} {direction:?} {lo:?}..{hi:?}"
+                        collect(hybrid),
+                        collect(btree),
+                        "unique {unique} len {len} step {step}: scan {direction:?} {lo:02x?}..{hi:02x?}"
                     );
                 }
             }
             hybrid.quiesce().unwrap();
             let merges = hybrid.hybrid_stats().unwrap().merges;
             assert!(
-                merges >= min_merges(3),
-                "unique {unique} len {len}: {merges} merges"
+                merges >= 3,
+                "unique {unique} len {len}: {merges} merges, 3 forced"
             );
         }
     }
@@ -402,6 +461,7 @@ fn bounds_of_any_length_match_the_btree() {
 /// In blocking mode a scan's visitor may call the index, even writes that start a merge.
 #[test]
 fn blocking_scan_visitor_may_call_the_index() {
+    let _limit = time_limit();
     let options = HybridOptions {
         mode: MergeMode::Blocking,
         ..frequent_merges()
@@ -437,6 +497,7 @@ fn blocking_scan_visitor_may_call_the_index() {
 
 #[test]
 fn extreme_trigger_options_neither_panic_nor_overflow() {
+    let _limit = time_limit();
     for options in [
         HybridOptions {
             trigger: MergeTrigger::Constant(usize::MAX),

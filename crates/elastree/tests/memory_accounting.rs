@@ -9,6 +9,7 @@ use elastree::{Index, IndexBuilder, IndexKind, KeyLen};
 mod counting;
 
 use counting::{allocated, assert_close};
+use elastree_testkit::time_limit;
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -108,6 +109,7 @@ fn check_kind(
 
 #[test]
 fn btree_fixed8_unique() {
+    let _limit = time_limit();
     for &kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
         let b = |b: IndexBuilder| b.key_len(KeyLen::Fixed(8));
         check_kind("fixed8", kind, b, |k| k.to_be_bytes().to_vec(), 200_000);
@@ -116,6 +118,7 @@ fn btree_fixed8_unique() {
 
 #[test]
 fn btree_fixed16_unique() {
+    let _limit = time_limit();
     for &kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
         let b = |b: IndexBuilder| b.key_len(KeyLen::Fixed(16));
         check_kind(
@@ -130,6 +133,7 @@ fn btree_fixed16_unique() {
 
 #[test]
 fn btree_variable_unique_and_non_unique() {
+    let _limit = time_limit();
     for &kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
         for unique in [true, false] {
             let b = move |b: IndexBuilder| b.unique(unique);

@@ -2,10 +2,9 @@
 //! unique and non-unique, over fixed 8- and 16-byte keys and variable-length keys, with tiny
 //! nodes (constant splits and merges) and with the default node sizes.
 
-mod common;
-
-use common::{builder, run_model, tiny, Keys, Registry};
-use elastree::{Index, IndexKind};
+use elastree::{IndexBuilder, IndexKind};
+use elastree_testkit::model::{builder, run_model_merging, tiny, Built, Keys, Registry};
+use elastree_testkit::time_limit;
 
 const KEY_SETS: &[Keys] = &[
     Keys::Small64 { space: 600 },
@@ -18,95 +17,170 @@ const KEY_SETS: &[Keys] = &[
 /// plain B+-tree, so leaves are compacted and expanded.
 const DEFAULT_NODES_BUDGET: usize = 256 * 1024;
 
-/// For the elastic kind: the run compacted leaves and expanded them back, so the model
-/// checked both directions of conversion. For the hybrid kinds: the run merged many times.
-fn converted_both_ways(index: &dyn Index) {
+/// Merges a tiny-node run forces on a hybrid index (background merges come on top).
+const FORCED_MERGES: u64 = 5;
+
+/// Runs the model test on `kind` built by `builder` and, with tiny nodes, checks that the
+/// run went through the kind's conversions: the elastic tree compacted leaves and expanded
+/// them back; the hybrid index merged (at least the merges the run forced, a count the
+/// schedule cannot change; background merges race the operations in between).
+fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: Run) {
+    let built = Built::new(kind, &builder);
+    let forced = run_model_merging(
+        &built,
+        registry,
+        run.keys,
+        run.ops,
+        run.seed,
+        run.check_every,
+        if run.tiny { FORCED_MERGES } else { 0 },
+    );
+    if !run.tiny {
+        return;
+    }
+    let index = built.index();
     if let Some(stats) = index.elastic_stats() {
         assert!(
             stats.compactions > 0 && stats.expansions > 0,
-            "the elastic tree did not convert both ways: {stats:?}"
+            "the elastic tree did not convert both ways ({:?}, seed {}): {stats:?}",
+            run.keys,
+            run.seed
         );
     }
-    if index.hybrid_stats().is_some() {
-        index.quiesce().unwrap();
-        let stats = index.hybrid_stats().unwrap();
+    if let Some(hybrid) = built.hybrid() {
+        hybrid.wait_for_merge().unwrap();
+        let merges = hybrid.stats().merges;
         assert!(
-            stats.merges >= common::min_merges(5),
-            "the hybrid index merged too rarely: {stats:?}"
+            forced >= 1 && merges >= forced,
+            "{kind} ({:?}, seed {}): {merges} merges, {forced} forced",
+            run.keys,
+            run.seed
         );
     }
 }
 
-/// Every kind that takes writes (the read-only `static` kind has its own model test in
-/// `tests/static_stage.rs`).
-fn for_every_kind(f: impl Fn(IndexKind)) {
-    for &kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
-        f(kind);
+/// One model run: keys, operations, seed, structure check period, tiny nodes or not.
+#[derive(Clone, Copy)]
+struct Run {
+    keys: Keys,
+    ops: u64,
+    seed: u64,
+    check_every: u64,
+    tiny: bool,
+}
+
+/// The model test with tiny nodes on every key set for one kind.
+fn tiny_nodes(kind: IndexKind, unique: bool, seed: u64) {
+    for (i, &keys) in KEY_SETS.iter().enumerate() {
+        let registry = Registry::new();
+        let builder = tiny(kind, &registry, unique, keys, 40);
+        let run = Run {
+            keys,
+            ops: 40_000,
+            seed: seed + i as u64,
+            check_every: 97,
+            tiny: true,
+        };
+        model_case(kind, builder, &registry, run);
     }
 }
 
-#[test]
-fn unique_tiny_nodes() {
-    for_every_kind(|kind| {
-        for (i, &keys) in KEY_SETS.iter().enumerate() {
+/// The model test with the default node sizes over larger key spaces for one kind.
+fn default_nodes(kind: IndexKind) {
+    for (i, keys) in [Keys::Small64 { space: 50_000 }, Keys::Var { max: 1024 }]
+        .into_iter()
+        .enumerate()
+    {
+        for unique in [true, false] {
             let registry = Registry::new();
-            let index = tiny(kind, &registry, true, keys, 40).build().unwrap();
-            run_model(&*index, &registry, keys, 40_000, 100 + i as u64, 97);
-            converted_both_ways(&*index);
+            let builder = builder(kind, &registry, DEFAULT_NODES_BUDGET)
+                .unique(unique)
+                .key_len(keys.key_len());
+            let run = Run {
+                keys,
+                ops: 60_000,
+                seed: 300 + i as u64,
+                check_every: 5_000,
+                tiny: false,
+            };
+            model_case(kind, builder, &registry, run);
         }
-    });
+    }
 }
 
-#[test]
-fn non_unique_tiny_nodes() {
-    for_every_kind(|kind| {
-        for (i, &keys) in KEY_SETS.iter().enumerate() {
-            let registry = Registry::new();
-            let index = tiny(kind, &registry, false, keys, 40).build().unwrap();
-            run_model(&*index, &registry, keys, 40_000, 200 + i as u64, 97);
-            converted_both_ways(&*index);
-        }
-    });
+/// Keys at the 1 KiB default limit in small nodes: the heap, not the slot count, decides
+/// when a node is full.
+fn keys_up_to_the_limit(kind: IndexKind) {
+    let registry = Registry::new();
+    let builder = builder(kind, &registry, DEFAULT_NODES_BUDGET)
+        .leaf_capacity(8)
+        .inner_capacity(8);
+    let run = Run {
+        keys: Keys::Var { max: 1024 },
+        ops: 20_000,
+        seed: 400,
+        check_every: 499,
+        tiny: false,
+    };
+    model_case(kind, builder, &registry, run);
 }
 
-#[test]
-fn default_nodes_larger_key_space() {
-    for_every_kind(|kind| {
-        for (i, keys) in [Keys::Small64 { space: 50_000 }, Keys::Var { max: 1024 }]
-            .into_iter()
-            .enumerate()
-        {
-            for unique in [true, false] {
-                let registry = Registry::new();
-                let index = builder(kind, &registry, DEFAULT_NODES_BUDGET)
-                    .unique(unique)
-                    .key_len(keys.key_len())
-                    .build()
-                    .unwrap();
-                run_model(&*index, &registry, keys, 60_000, 300 + i as u64, 5_000);
+/// One test per kind, so that the harness spreads them over the cores and a failure names
+/// the kind. (The read-only `static` kind has its own model test in `tests/static_stage.rs`.)
+macro_rules! model_tests {
+    ($($name:ident: $kind:expr;)*) => {$(
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn unique_tiny_nodes() {
+                let _limit = time_limit();
+                tiny_nodes($kind, true, 100);
+            }
+
+            #[test]
+            fn non_unique_tiny_nodes() {
+                let _limit = time_limit();
+                tiny_nodes($kind, false, 200);
+            }
+
+            #[test]
+            fn default_nodes_larger_key_space() {
+                let _limit = time_limit();
+                default_nodes($kind);
+            }
+
+            #[test]
+            fn keys_up_to_the_limit() {
+                let _limit = time_limit();
+                super::keys_up_to_the_limit($kind);
             }
         }
-    });
+    )*};
 }
 
+model_tests! {
+    btree: IndexKind::BTree;
+    elastic: IndexKind::Elastic;
+    seqtree: IndexKind::SeqTree;
+    hybrid: IndexKind::Hybrid;
+    hybrid_compressed: IndexKind::HybridCompressed;
+}
+
+/// Every kind that takes writes has its tests above.
 #[test]
-fn keys_up_to_the_limit() {
-    for_every_kind(|kind| {
-        // Keys at the 1 KiB default limit in small nodes: the heap, not the slot count,
-        // decides when a node is full.
-        let registry = Registry::new();
-        let index = builder(kind, &registry, DEFAULT_NODES_BUDGET)
-            .leaf_capacity(8)
-            .inner_capacity(8)
-            .build()
-            .unwrap();
-        run_model(
-            &*index,
-            &registry,
-            Keys::Var { max: 1024 },
-            20_000,
-            400,
-            499,
+fn every_writable_kind_runs_the_model_test() {
+    let covered = [
+        IndexKind::BTree,
+        IndexKind::Elastic,
+        IndexKind::SeqTree,
+        IndexKind::Hybrid,
+        IndexKind::HybridCompressed,
+    ];
+    for kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
+        assert!(
+            covered.contains(kind),
+            "{kind} takes writes but has no model tests"
         );
-    });
+    }
 }

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 mod counting;
 
 use counting::{allocated, assert_close};
+use elastree_testkit::time_limit;
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -352,6 +353,7 @@ fn model_run(seed: u64, keys: Keys, unique: bool, compression: Compression) {
 
 #[test]
 fn model_all_kinds() {
+    let _limit = time_limit();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for seed in 0..2 {
         for keys in [Keys::Fixed8, Keys::Fixed16, Keys::Variable] {
@@ -366,6 +368,7 @@ fn model_all_kinds() {
 
 #[test]
 fn default_sizes_many_segments() {
+    let _limit = time_limit();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = StdRng::seed_from_u64(99);
     for unique in [true, false] {
@@ -399,6 +402,7 @@ fn default_sizes_many_segments() {
 
 #[test]
 fn bad_input_is_a_typed_error() {
+    let _limit = time_limit();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let unsorted = vec![(b"b".to_vec(), 1), (b"a".to_vec(), 2)];
     let duplicate = vec![(b"a".to_vec(), 1), (b"a".to_vec(), 2)];
@@ -458,6 +462,7 @@ fn bad_input_is_a_typed_error() {
 
 #[test]
 fn memory_accounting() {
+    let _limit = time_limit();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = StdRng::seed_from_u64(5);
     for keys in [Keys::Fixed8, Keys::Variable] {
@@ -509,6 +514,7 @@ fn memory_accounting() {
 /// sorted pairs, for every scan shape.
 #[test]
 fn static_kind_matches_btree() {
+    let _limit = time_limit();
     use elastree::{Index, IndexBuilder, IndexKind};
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = StdRng::seed_from_u64(11);
@@ -611,6 +617,7 @@ fn static_kind_matches_btree() {
 /// eviction) and still see the stage's content.
 #[test]
 fn concurrent_readers_share_the_cache() {
+    let _limit = time_limit();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = StdRng::seed_from_u64(21);
     let model = random_model(&mut rng, Keys::Variable, true, 20_000);

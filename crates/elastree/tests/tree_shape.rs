@@ -2,6 +2,7 @@
 
 use elastree::btree::Tree;
 use elastree::node::sorted::{Sorted, SortedConfig};
+use elastree_testkit::time_limit;
 
 fn tiny() -> Tree<Sorted<u64>> {
     Tree::new(SortedConfig {
@@ -15,6 +16,7 @@ fn tiny() -> Tree<Sorted<u64>> {
 /// leaf (the repair now revisits the lower level after the parent merge).
 #[test]
 fn height_grows_then_shrinks_back_to_one_leaf() {
+    let _limit = time_limit();
     let tree = tiny();
     assert_eq!(tree.height(), 1);
     for k in 0..10_000u64 {
@@ -37,12 +39,14 @@ fn height_grows_then_shrinks_back_to_one_leaf() {
     assert_eq!(tree.height(), 1, "an empty tree is a single leaf");
     assert!(tree.is_empty());
     // Retired nodes are freed by the epoch collector eventually (it drains a few bags per
-    // collection, and other tests' threads may hold the epoch back for a moment); the live
-    // structure is tiny.
+    // collection, and another test's thread, pinned while the machine runs something else,
+    // holds the epoch back until it runs again): wait for the condition, sleeping between
+    // rounds so that thread gets to run; the live structure is tiny.
     let small = |m: elastree::MemoryUsage| m.inner == 0 && m.leaves < full.leaves / 100;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + elastree_testkit::model::SETTLE_LIMIT;
     while !small(tree.memory()) && std::time::Instant::now() < deadline {
         crossbeam_epoch::pin().flush();
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let empty = tree.memory();
     assert!(
@@ -53,6 +57,7 @@ fn height_grows_then_shrinks_back_to_one_leaf() {
 
 #[test]
 fn sequential_deletes_from_the_left_shrink_height() {
+    let _limit = time_limit();
     let tree = tiny();
     for k in 0..5_000u64 {
         tree.insert(k, k);
@@ -78,6 +83,7 @@ fn sequential_deletes_from_the_left_shrink_height() {
 /// empty: 16 bytes of key and tid per entry plus headers and inner nodes.
 #[test]
 fn sequential_loads_fill_leaves() {
+    let _limit = time_limit();
     let tree = Tree::<Sorted<u64>>::new(SortedConfig {
         leaf_capacity: 128,
         inner_capacity: 128,
