@@ -18,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use crate::alloc;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec};
-use crate::workload::{run_parallel, settle_deferred_frees};
+use crate::workload::{run_parallel, settle_deferred_frees, settle_deferred_frees_watching};
 
 /// What the driver does.
 #[derive(Debug, Clone)]
@@ -229,7 +229,9 @@ fn measure(
 
 fn record_memory(point: &mut Point, index: &dyn BenchIndex, baseline: usize) {
     index.quiesce();
-    settle_deferred_frees();
+    // The index's own count drops as the collector frees what it retired: it tells when the
+    // collection is over also where the counting allocator is not installed.
+    settle_deferred_frees_watching(&|| index.self_reported_bytes().unwrap_or(0));
     point.bytes_alloc = alloc::current().saturating_sub(baseline);
     point.bytes_self = index.self_reported_bytes();
 }
@@ -251,15 +253,35 @@ mod tests {
         let items: Vec<usize> = points.iter().map(|p| p.items).collect();
         assert_eq!(items[..8], [500, 1000, 1500, 2000, 2500, 3000, 3500, 4000]);
         assert_eq!(items[8..], [3500, 3000, 2500, 2000, 1500, 1000, 500, 0]);
-        assert!(points[..8].iter().all(|p| p.phase == Phase::Grow));
-        assert!(points[8..].iter().all(|p| p.phase == Phase::Shrink));
-        assert!(points.iter().all(|p| p.update_mops > 0.0));
-        assert!(points[..15]
+        let phases: Vec<Phase> = points.iter().map(|p| p.phase).collect();
+        assert!(phases[..8].iter().all(|&p| p == Phase::Grow), "{phases:?}");
+        assert!(
+            phases[8..].iter().all(|&p| p == Phase::Shrink),
+            "{phases:?}"
+        );
+        let updates: Vec<f64> = points.iter().map(|p| p.update_mops).collect();
+        assert!(
+            updates.iter().all(|&m| m > 0.0),
+            "update Mops/s {updates:?}"
+        );
+        let reads: Vec<(f64, f64)> = points[..15]
             .iter()
-            .all(|p| p.lookup_mops > 0.0 && p.scan_mkeys > 0.0));
+            .map(|p| (p.lookup_mops, p.scan_mkeys))
+            .collect();
+        assert!(
+            reads.iter().all(|&(l, s)| l > 0.0 && s > 0.0),
+            "(lookup Mops/s, scan Mkeys/s) before the last step: {reads:?}"
+        );
         // elastree accounts for its memory: more keys, more bytes.
-        let bytes: Vec<usize> = points.iter().map(|p| p.bytes_self.unwrap()).collect();
-        assert!(bytes[7] > bytes[0] && bytes[7] > bytes[15]);
+        let bytes: Vec<Option<usize>> = points.iter().map(|p| p.bytes_self).collect();
+        let bytes: Vec<usize> = bytes
+            .iter()
+            .map(|b| b.unwrap_or_else(|| panic!("elastree reports its bytes: {bytes:?}")))
+            .collect();
+        assert!(
+            bytes[7] > bytes[0] && bytes[7] > bytes[15],
+            "bytes held after each step (the most at step 7): {bytes:?}"
+        );
     }
 
     #[test]

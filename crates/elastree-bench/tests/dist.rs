@@ -1,44 +1,55 @@
 //! The distributed kinds (`dist`, `dist-baseline`) through the benchmark's runner on a local
-//! Redis Cluster on free ports (removed when the test ends): every workload measured and
-//! checked, round trips per operation reported, and every index the run built deleted from
-//! the cluster afterwards. Needs `redis-server` and `redis-cli` on PATH.
+//! Redis Cluster on free ports (this test binary's shared cluster, removed when the process
+//! ends): every workload measured and checked, round trips per operation reported, and every
+//! index the run built deleted from the cluster afterwards. Needs `redis-server` and
+//! `redis-cli` on PATH.
 
+use std::collections::BTreeSet;
+use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
 use elastree::IndexKind;
 use elastree_bench::keys::KeySetKind;
 use elastree_bench::peers::{Budget, IndexSpec, SeqTreeTuning};
 use elastree_bench::workload::{self, RunConfig, Status, Workload};
-use elastree_dist::local::{ClusterSpec, LocalCluster};
+use elastree_dist::local::LocalCluster;
+use elastree_testkit::{cluster, process, time_limit};
 
-/// Keys on the cluster's masters, summed (`DBSIZE` on each).
-fn keys_on(cluster: &LocalCluster) -> u64 {
-    cluster
+/// Every key on the cluster's masters (`redis-cli --scan` on each; redis-cli 7.0 has no
+/// timeout option, so the child's own limit bounds it).
+fn keys_on(cluster: &LocalCluster) -> BTreeSet<String> {
+    let masters = cluster
         .masters()
-        .unwrap()
-        .iter()
-        .map(|port| {
-            let out = Command::new("redis-cli")
-                .args(["-p", &port.to_string(), "DBSIZE"])
-                .output()
-                .expect("run redis-cli");
+        .unwrap_or_else(|e| panic!("the cluster's masters: {e}"));
+    let mut keys = BTreeSet::new();
+    for port in masters {
+        let out = process::output(
+            Command::new("redis-cli").args(["-p", &port.to_string(), "--scan"]),
+            b"",
+        );
+        assert!(
+            out.status.success(),
+            "redis-cli --scan on port {port}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        keys.extend(
             String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .parse::<u64>()
-                .unwrap_or_else(|_| panic!("DBSIZE on {port}: {out:?}"))
-        })
-        .sum()
+                .lines()
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    keys
 }
 
 #[test]
 fn the_runner_measures_the_distributed_kinds_and_cleans_up() {
-    let mut cluster = LocalCluster::up(&ClusterSpec {
-        masters: 3,
-        replicas: 0,
-        ..ClusterSpec::default()
-    })
-    .expect("start a local cluster (needs redis-server and redis-cli)");
-    cluster.set_remove_on_drop(true);
+    let _limit = time_limit();
+    // The only test of this binary on the shared cluster: every key that appears on it
+    // during the run is the run's.
+    let cluster = cluster::shared();
+    let before = keys_on(cluster);
     let specs: Vec<IndexSpec> = IndexKind::DISTRIBUTED
         .iter()
         .map(|&k| IndexSpec::Elastree(k))
@@ -91,17 +102,29 @@ fn the_runner_measures_the_distributed_kinds_and_cleans_up() {
             "{what}: {self_bytes} bytes per key"
         );
     }
-    // Every index the run built (probes, loads, one per YCSB workload) was deleted.
-    assert_eq!(
-        keys_on(&cluster),
-        0,
-        "the benchmark left keys on the cluster"
+    // Every index the run built (probes, loads, one per YCSB workload) was deleted: the
+    // cluster holds exactly the keys it held before.
+    let after = keys_on(cluster);
+    let left: Vec<&String> = after.difference(&before).take(20).collect();
+    let gone: Vec<&String> = before.difference(&after).take(20).collect();
+    assert!(
+        left.is_empty() && gone.is_empty(),
+        "the benchmark left {} keys on the cluster (first 20: {left:?}) and removed {} \
+         that were there before (first 20: {gone:?})",
+        after.difference(&before).count(),
+        before.difference(&after).count()
     );
 }
 
 #[test]
 fn distributed_kinds_need_a_cluster_and_are_not_in_all() {
+    let _limit = time_limit();
     let keys = KeySetKind::Rand64.generate(100, 1);
+    // A port nothing listens on and nothing else can take while the test runs: the local
+    // end of an open connection (bound, not listening, so a connection to it is refused).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let held = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let addr = held.local_addr().unwrap().to_string();
     for &kind in IndexKind::DISTRIBUTED {
         let spec: IndexSpec = kind.name().parse().unwrap();
         assert_eq!(spec, IndexSpec::Elastree(kind));
@@ -109,13 +132,8 @@ fn distributed_kinds_need_a_cluster_and_are_not_in_all() {
         assert!(!IndexSpec::all().contains(&spec));
         let err = spec.build(&keys, Budget::default()).err().unwrap();
         assert!(err.contains("Redis Cluster"), "{err}");
-        // A cluster nobody serves: a clear error, not a panic.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = format!("127.0.0.1:{port}");
+        // A cluster nobody serves: a clear error, not a panic (at once: the address is
+        // checked before the client's operation timeout starts).
         let err = spec
             .build_on(
                 &keys,
@@ -124,7 +142,7 @@ fn distributed_kinds_need_a_cluster_and_are_not_in_all() {
                 Some(&addr),
             )
             .err()
-            .unwrap();
-        assert!(err.contains(&addr), "{err}");
+            .unwrap_or_else(|| panic!("{kind} built on {addr}, where nothing listens"));
+        assert!(err.contains(&addr), "{kind}: {err}");
     }
 }

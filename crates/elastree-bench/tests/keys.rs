@@ -6,6 +6,7 @@ use elastree_bench::keys::{
     Key, KeyData, KeySet, KeySetKind, KeyWidth, OBJLOG_DAY_US, PREFIX28_GROUP, TSENSOR_SENSORS,
 };
 use elastree_bench::peers::{Budget, IndexSpec, Peer};
+use elastree_testkit::time_limit;
 
 /// Every key set, plus a `tsensor` with a non-default delayed fraction.
 fn every_kind() -> Vec<KeySetKind> {
@@ -27,6 +28,7 @@ fn u64s(keys: &KeySet) -> &[u64] {
 
 #[test]
 fn every_key_set_is_deterministic_and_seed_dependent() {
+    let _limit = time_limit();
     for kind in every_kind() {
         let a = kind.generate(5_000, 7);
         let b = kind.generate(5_000, 7);
@@ -39,6 +41,7 @@ fn every_key_set_is_deterministic_and_seed_dependent() {
 
 #[test]
 fn every_key_set_is_distinct() {
+    let _limit = time_limit();
     for kind in every_kind() {
         let keys = kind.generate(20_000, 1);
         let distinct: HashSet<Vec<u8>> = bytes_of(&keys).into_iter().collect();
@@ -48,6 +51,7 @@ fn every_key_set_is_distinct() {
 
 #[test]
 fn tiny_sets_work() {
+    let _limit = time_limit();
     for kind in every_kind() {
         for n in [0, 1, 2, 999, 1_001] {
             let keys = kind.generate(n, 4);
@@ -59,6 +63,7 @@ fn tiny_sets_work() {
 
 #[test]
 fn key_lengths_are_as_documented() {
+    let _limit = time_limit();
     let expected = [
         ("rand64", Some(8), KeyWidth::Fixed8),
         ("mono64", Some(8), KeyWidth::Fixed8),
@@ -94,6 +99,7 @@ fn key_lengths_are_as_documented() {
 
 #[test]
 fn rand64_is_spread_and_unordered() {
+    let _limit = time_limit();
     let keys = KeySetKind::Rand64.generate(100_000, 3);
     let values = u64s(&keys);
     assert_eq!(keys.width(), KeyWidth::Fixed8);
@@ -113,6 +119,7 @@ fn rand64_is_spread_and_unordered() {
 
 #[test]
 fn mono64_is_strictly_increasing() {
+    let _limit = time_limit();
     let keys = KeySetKind::Mono64.generate(100_000, 3);
     let values = u64s(&keys);
     assert!(values.windows(2).all(|w| w[0] < w[1]));
@@ -137,12 +144,14 @@ fn assert_uniform_bytes(kind: KeySetKind) {
 
 #[test]
 fn rand128_and_sha1_are_uniform_bytes() {
+    let _limit = time_limit();
     assert_uniform_bytes(KeySetKind::Rand128);
     assert_uniform_bytes(KeySetKind::Sha1);
 }
 
 #[test]
 fn email_looks_like_email_with_the_documented_length() {
+    let _limit = time_limit();
     let keys = KeySetKind::Email.generate(100_000, 5);
     assert_eq!(keys.width(), KeyWidth::Variable);
     let avg = keys.avg_key_len();
@@ -173,6 +182,7 @@ fn email_looks_like_email_with_the_documented_length() {
 
 #[test]
 fn docterm_is_path_slash_term_with_the_documented_length() {
+    let _limit = time_limit();
     let keys = KeySetKind::DocTerm.generate(100_000, 5);
     let avg = keys.avg_key_len();
     assert!((28.0..=36.0).contains(&avg), "average docterm length {avg}");
@@ -207,6 +217,7 @@ fn docterm_is_path_slash_term_with_the_documented_length() {
 
 #[test]
 fn prefix28_shares_each_prefix_among_1000_consecutive_keys() {
+    let _limit = time_limit();
     let n = 10 * PREFIX28_GROUP + 500;
     let keys = bytes_of(&KeySetKind::Prefix28.generate(n, 9));
     let mut prefixes = HashSet::new();
@@ -250,6 +261,7 @@ fn out_of_order_fraction(values: &[u64]) -> f64 {
 
 #[test]
 fn tsensor_has_the_configured_delayed_fraction() {
+    let _limit = time_limit();
     for (spec, fraction) in [
         ("tsensor", 0.05),
         ("tsensor:0", 0.0),
@@ -284,6 +296,7 @@ fn tsensor_has_the_configured_delayed_fraction() {
 
 #[test]
 fn objlog_days_vary_like_cloud_logs() {
+    let _limit = time_limit();
     let keys = bytes_of(&KeySetKind::ObjLog.generate(200_000, 13));
     // Loaded in time order: timestamps strictly increase.
     let stamps: Vec<u64> = keys
@@ -328,6 +341,7 @@ fn objlog_days_vary_like_cloud_logs() {
 
 #[test]
 fn names_parse_back() {
+    let _limit = time_limit();
     for kind in every_kind() {
         assert_eq!(kind.name().parse::<KeySetKind>(), Ok(kind), "{kind}");
         assert_eq!(kind.to_string(), kind.name());
@@ -360,6 +374,7 @@ fn names_parse_back() {
 
 #[test]
 fn sorted_order_matches_byte_order() {
+    let _limit = time_limit();
     for kind in every_kind() {
         let keys = kind.generate(3_000, 11);
         let order = keys.sorted_order();
@@ -376,6 +391,7 @@ fn sorted_order_matches_byte_order() {
 
 #[test]
 fn every_index_takes_every_key_width_but_congee_only_8_bytes() {
+    let _limit = time_limit();
     for kind in every_kind() {
         for spec in IndexSpec::all() {
             let index = spec
@@ -400,6 +416,7 @@ fn every_index_takes_every_key_width_but_congee_only_8_bytes() {
 /// byte order, removals empty the index.
 #[test]
 fn every_index_works_on_the_new_key_sets() {
+    let _limit = time_limit();
     const N: usize = 1_500;
     const SCAN: usize = 12;
     for kind in every_kind() {

@@ -9,6 +9,7 @@ use elastree_bench::alloc::{self, CountingAlloc};
 use elastree_bench::keys::KeySetKind;
 use elastree_bench::peers::{Budget, IndexSpec};
 use elastree_bench::workload::settle_deferred_frees;
+use elastree_testkit::time_limit;
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -17,6 +18,7 @@ const N: usize = 20_000;
 
 #[test]
 fn loaded_indexes_hold_memory_and_dropped_ones_free_it() {
+    let _limit = time_limit();
     assert!(alloc::installed());
     for &kind in KeySetKind::BASELINE {
         let keys = kind.generate(N, 3);

@@ -12,6 +12,8 @@ use elastree_bench::peers::{BenchIndex, Budget, IndexSpec, Peer, SeqTreeTuning};
 use elastree_bench::report;
 use elastree_bench::workload::{self, OpStreams, RunConfig, Status, Workload};
 use elastree_bench::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
+use elastree_testkit::model::assert_same_pairs;
+use elastree_testkit::time_limit;
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -322,7 +324,11 @@ fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
         });
         let expected: Vec<(Vec<u8>, u64)> = model.into_iter().collect();
         assert_eq!(all.len(), expected.len(), "{ctx}: keys after the run");
-        assert!(all == expected, "{ctx}: pairs after the run");
+        assert_same_pairs(
+            &borrowed(&all),
+            &borrowed(&expected),
+            &format!("{ctx}: pairs after the run"),
+        );
         assert_eq!(all.len(), plan.loaded + plan.inserted.len(), "{ctx}");
         assert_eq!(!plan.inserted.is_empty(), y.inserts(), "{ctx}");
         for p in plan.inserted.clone() {
@@ -335,8 +341,14 @@ fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
     }
 }
 
+/// `pairs` with borrowed keys, to compare with `assert_same_pairs`.
+fn borrowed(pairs: &[(Vec<u8>, u64)]) -> Vec<(&[u8], u64)> {
+    pairs.iter().map(|(k, t)| (k.as_slice(), *t)).collect()
+}
+
 #[test]
 fn ycsb_streams_match_a_model_on_every_index() {
+    let _limit = time_limit();
     for spec in IndexSpec::all() {
         for &kind in KeySetKind::BASELINE {
             check_ycsb(spec, kind);
@@ -346,6 +358,7 @@ fn ycsb_streams_match_a_model_on_every_index() {
 
 #[test]
 fn every_index_every_key_set_one_thread() {
+    let _limit = time_limit();
     for spec in IndexSpec::all() {
         for &kind in KeySetKind::BASELINE {
             check_index(spec, kind, 1);
@@ -355,6 +368,7 @@ fn every_index_every_key_set_one_thread() {
 
 #[test]
 fn every_concurrent_index_two_threads() {
+    let _limit = time_limit();
     for spec in IndexSpec::all() {
         for &kind in KeySetKind::BASELINE {
             check_index(spec, kind, 2);
@@ -364,6 +378,7 @@ fn every_concurrent_index_two_threads() {
 
 #[test]
 fn names_are_unique_and_parse_back() {
+    let _limit = time_limit();
     let specs = IndexSpec::all();
     let names: HashSet<&str> = specs.iter().map(|s| s.name()).collect();
     assert_eq!(names.len(), specs.len());
@@ -379,6 +394,7 @@ fn names_are_unique_and_parse_back() {
 
 #[test]
 fn the_runner_measures_every_workload_and_reports() {
+    let _limit = time_limit();
     let cfg = RunConfig {
         indexes: IndexSpec::all(),
         keysets: KeySetKind::BASELINE.to_vec(),
@@ -404,7 +420,11 @@ fn the_runner_measures_every_workload_and_reports() {
         match &m.status {
             Status::Ok => {
                 assert_eq!(m.mops.len(), 2, "{ctx}");
-                assert!(m.mops.iter().all(|&x| x > 0.0 && x.is_finite()), "{ctx}");
+                assert!(
+                    m.mops.iter().all(|&x| x > 0.0 && x.is_finite()),
+                    "{ctx}: Mops/s {:?}",
+                    m.mops
+                );
                 // Every workload samples latency, except a bulk load (one operation) of the
                 // read-only indexes.
                 let read_only = ["sorted", "static"].contains(&m.index.as_str());

@@ -4,7 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::ops::Bound;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use elastree_testkit::time_limit;
 
 mod common;
 use common::run;
@@ -35,6 +39,7 @@ const NON_UNIQUE: &[&str] = &["--index", "btree", "--non-unique"];
 
 #[test]
 fn unique_session() {
+    let _limit = time_limit();
     let script = b"\
 put apple 1
 put banana 2
@@ -67,6 +72,7 @@ len
 
 #[test]
 fn non_unique_session() {
+    let _limit = time_limit();
     let script = b"\
 put k 5
 put k 2
@@ -97,6 +103,7 @@ len
 
 #[test]
 fn del_arity_depends_on_the_mode() {
+    let _limit = time_limit();
     assert_eq!(
         shell(UNIQUE, b"put a 1\ndel a 1\nget a\ndel a\n"),
         lines(&[
@@ -119,6 +126,7 @@ fn del_arity_depends_on_the_mode() {
 
 #[test]
 fn unique_scans() {
+    let _limit = time_limit();
     let script = b"\
 put b 2
 put a 1
@@ -162,6 +170,7 @@ range b b 10
 
 #[test]
 fn non_unique_scans_print_one_line_per_pair() {
+    let _limit = time_limit();
     let script = b"\
 put u64:2 20
 put u64:1 11
@@ -233,6 +242,7 @@ fn parse_mem(line: &str) -> (usize, usize, usize, usize) {
 
 #[test]
 fn len_mem_check() {
+    let _limit = time_limit();
     let mut script = String::from("len\nmem\ncheck\n");
     for i in 0..2000 {
         script.push_str(&format!("put u64:{i} {i}\n"));
@@ -247,11 +257,13 @@ fn len_mem_check() {
         script.as_bytes(),
     );
     let out: Vec<&str> = out.lines().collect();
-    assert_eq!(out.len(), 3 + 2000 + 3 + 1000 + 2);
+    assert_eq!(out.len(), 3 + 2000 + 3 + 1000 + 2, "output lines");
     assert_eq!(out[0], "0");
     let (empty_total, ..) = parse_mem(out[1]);
     assert_eq!(out[2], "OK");
-    assert!(out[3..2003].iter().all(|line| *line == "OK"));
+    if let Some(i) = out[3..2003].iter().position(|line| *line != "OK") {
+        panic!("put u64:{i} {i}: {}", out[3 + i]);
+    }
     assert_eq!(out[2003], "2000");
     let (full_total, _, leaves, _) = parse_mem(out[2004]);
     assert!(full_total > empty_total, "{} -> {}", out[1], out[2004]);
@@ -261,7 +273,7 @@ fn len_mem_check() {
     );
     assert_eq!(out[2005], "OK");
     for (i, line) in out[2006..3006].iter().enumerate() {
-        assert_eq!(*line, i.to_string());
+        assert_eq!(*line, i.to_string(), "del u64:{i}");
     }
     assert_eq!(out[3006], "1000");
     assert_eq!(out[3007], "OK");
@@ -269,6 +281,7 @@ fn len_mem_check() {
 
 #[test]
 fn malformed_lines_get_err_and_the_shell_goes_on() {
+    let _limit = time_limit();
     let script = "\
 frobnicate
 PUT a 1
@@ -337,6 +350,7 @@ get a
 
 #[test]
 fn over_long_keys_are_refused() {
+    let _limit = time_limit();
     let script = b"\
 put abcd 1
 put abcde 2
@@ -373,6 +387,7 @@ len
 
 #[test]
 fn fixed_key_length() {
+    let _limit = time_limit();
     let script = b"put u64:1 1\nput abc 2\nget u64:1\nlen\n";
     assert_eq!(
         shell(&["--key-len", "8"], script),
@@ -387,6 +402,7 @@ fn fixed_key_length() {
 
 #[test]
 fn invalid_utf8_lines_are_errors() {
+    let _limit = time_limit();
     let script = b"put a 1\nput \xff\xfe 2\n\xc3\x28\nget a\x80\nlen\n";
     assert_eq!(
         shell(UNIQUE, script),
@@ -402,12 +418,14 @@ fn invalid_utf8_lines_are_errors() {
 
 #[test]
 fn blank_lines_comments_and_line_endings() {
+    let _limit = time_limit();
     let script = b"\n   \n\t\n# a comment\n   # another\nput a 1\r\n\r\nget a\r\nput b 2\n\nlen";
     assert_eq!(shell(UNIQUE, script), lines(&["OK", "1", "OK", "2"]));
 }
 
 #[test]
 fn utf8_keys_are_their_bytes() {
+    let _limit = time_limit();
     let script = "put ключ 1\nget ключ\nscan ключ 1\n";
     assert_eq!(
         shell(UNIQUE, script.as_bytes()),
@@ -417,6 +435,7 @@ fn utf8_keys_are_their_bytes() {
 
 #[test]
 fn end_of_input_exits_0_without_a_prompt() {
+    let _limit = time_limit();
     for script in [&b""[..], b"\n", b"len", b"put a 1\nget a\n"] {
         let output = run(&["shell"], script);
         assert!(output.status.success(), "{:?}", output.status);
@@ -429,6 +448,7 @@ fn end_of_input_exits_0_without_a_prompt() {
 
 #[test]
 fn help_and_quit() {
+    let _limit = time_limit();
     let out = shell(UNIQUE, b"help\nput a 1\nquit\nput b 2\n");
     let (help, rest) = out.split_at(out.len() - 3);
     assert_eq!(rest, "OK\n");
@@ -452,6 +472,7 @@ fn help_and_quit() {
 
 #[test]
 fn help_flags_exit_0() {
+    let _limit = time_limit();
     let output = run(&["--help"], b"");
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -481,6 +502,7 @@ fn help_flags_exit_0() {
 
 #[test]
 fn bad_arguments_exit_2() {
+    let _limit = time_limit();
     let output = run(&["shell", "--index", "nope"], b"len\n");
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty());
@@ -499,6 +521,7 @@ fn bad_arguments_exit_2() {
 
 #[test]
 fn an_index_that_cannot_be_built_exits_2() {
+    let _limit = time_limit();
     for args in [
         &["shell", "--max-key-len", "0"][..],
         &["shell", "--max-key-len", "4", "--key-len", "8"],
@@ -766,6 +789,7 @@ const KINDS: &[&[&str]] = &[
 
 #[test]
 fn random_unique_script_matches_a_btreemap_model() {
+    let _limit = time_limit();
     for kind in KINDS {
         random_session(kind, true, 0x5eed_0001, 20_000);
     }
@@ -773,6 +797,7 @@ fn random_unique_script_matches_a_btreemap_model() {
 
 #[test]
 fn random_non_unique_script_matches_a_btreeset_model() {
+    let _limit = time_limit();
     for kind in KINDS {
         random_session(kind, false, 0x5eed_0002, 20_000);
     }
@@ -780,6 +805,7 @@ fn random_non_unique_script_matches_a_btreeset_model() {
 
 #[test]
 fn indirect_kinds_keep_their_table_in_step() {
+    let _limit = time_limit();
     for kind in &KINDS[1..3] {
         let script = b"\
 put apple 1
@@ -794,7 +820,8 @@ check
 ";
         let out = shell(kind, script);
         let got: Vec<&str> = out.lines().collect();
-        assert_eq!(got[0], "OK");
+        assert_eq!(got.len(), 9, "{kind:?}: one line per command:\n{out}");
+        assert_eq!(got[0], "OK", "{kind:?}: put apple 1");
         assert!(
             got[1].starts_with("ERR tid 1 is the tuple of key hex:6170706c65"),
             "{kind:?}: {}",
@@ -802,13 +829,14 @@ check
         );
         // Replacing apple's tid released tid 1, so banana may take it.
         assert_eq!(&got[2..6], ["OK 1", "OK", "1", "3"], "{kind:?}");
-        assert_eq!(got[6], "OK");
-        assert_eq!(got[8], "OK");
+        assert_eq!(got[6], "OK", "{kind:?}: put apple 3");
+        assert_eq!(got[8], "OK", "{kind:?}: check");
     }
 }
 
 #[test]
 fn elastic_needs_a_budget() {
+    let _limit = time_limit();
     let output = run(&["shell", "--index", "elastic"], b"len\n");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -817,6 +845,7 @@ fn elastic_needs_a_budget() {
 
 #[test]
 fn a_million_lines_pipe_through() {
+    let _limit = time_limit();
     let mut script = String::with_capacity(16 << 20);
     for i in 0..500_000u64 {
         script.push_str(&format!(
@@ -846,16 +875,31 @@ fn a_million_lines_pipe_through() {
 /// sends the next line (replies are flushed whenever the shell would wait for input).
 #[test]
 fn replies_arrive_line_by_line_over_pipes() {
+    let _limit = time_limit();
     use std::io::{BufRead, BufReader};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elastree"))
+    use std::sync::mpsc;
+    let child = Command::new(env!("CARGO_BIN_EXE_elastree"))
         .args(["shell", "--index", "btree"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut reply = String::new();
+        .expect("start elastree shell");
+    let mut child = KillOnDrop(child);
+    let mut stdin = child.0.stdin.take().unwrap();
+    let stdout = child.0.stdout.take().unwrap();
+    // Replies are read on a thread of their own: a reply that is never flushed (the
+    // regression this test is for) fails the test after a minute instead of blocking it.
+    let (send, replies) = mpsc::channel::<String>();
+    thread::spawn(move || {
+        let mut stdout = BufReader::new(stdout);
+        loop {
+            let mut line = String::new();
+            match stdout.read_line(&mut line) {
+                Ok(n) if n > 0 && send.send(line).is_ok() => {}
+                _ => break,
+            }
+        }
+    });
     for (command, expected) in [
         ("put k 1\n", "OK\n"),
         ("put k 2\n", "OK 1\n"),
@@ -863,12 +907,52 @@ fn replies_arrive_line_by_line_over_pipes() {
     ] {
         stdin.write_all(command.as_bytes()).unwrap();
         stdin.flush().unwrap();
-        reply.clear();
-        stdout.read_line(&mut reply).unwrap();
-        assert_eq!(reply, expected, "reply to {command:?}");
+        match replies.recv_timeout(REPLY_WAIT) {
+            Ok(reply) => assert_eq!(reply, expected, "reply to {command:?}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                "no reply to {command:?} within {REPLY_WAIT:?}: the shell waits for input \
+                 without flushing its replies"
+            ),
+            Err(mpsc::RecvTimeoutError::Disconnected) => panic!(
+                "no reply to {command:?}: the shell closed its stdout (exit status {})",
+                child.wait_within(REPLY_WAIT)
+            ),
+        }
     }
     drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let status = child.wait_within(REPLY_WAIT);
+    assert!(
+        status.success(),
+        "the shell exits with {status} at end of input"
+    );
+}
+
+/// How long [`replies_arrive_line_by_line_over_pipes`] waits for one reply: far more than a
+/// reply takes on a loaded machine.
+const REPLY_WAIT: Duration = Duration::from_secs(60);
+
+/// A child process killed when the test ends, also when it fails.
+struct KillOnDrop(Child);
+
+impl KillOnDrop {
+    /// Waits for the child to exit, for at most `limit`; fails the test if it does not.
+    fn wait_within(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.0.try_wait().expect("wait for the shell") {
+                Some(status) => return status,
+                None if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+                None => panic!("the shell did not exit within {limit:?} after its input ended"),
+            }
+        }
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Writes `text` to a fresh file for `--load` and returns its path.
@@ -880,6 +964,7 @@ fn load_file(name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_static_index_is_loaded_from_a_file_and_refuses_writes() {
+    let _limit = time_limit();
     let path = load_file("static.txt", "# fruit\npear 3\napple 1\n\nbanana 2\n");
     let path = path.to_str().unwrap();
     let out = shell(
@@ -916,6 +1001,7 @@ fn a_static_index_is_loaded_from_a_file_and_refuses_writes() {
 
 #[test]
 fn a_bad_load_file_exits_2_naming_the_line() {
+    let _limit = time_limit();
     let path = load_file("bad.txt", "a 1\nb x\n");
     let output = run(&["shell", "--load", path.to_str().unwrap()], b"len\n");
     assert_eq!(output.status.code(), Some(2));
