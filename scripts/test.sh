@@ -6,7 +6,9 @@
 #
 # Everything is compiled once, in the test profile (Cargo.toml): the memcheck step runs the
 # binaries `cargo test` built, and the loom step rebuilds only the crates that link the
-# library with its `loom` feature.
+# library with its `loom` feature. Memcheck and loom run beside the workspace tests, which
+# spend much of their time waiting on the Redis processes of the distributed index's
+# clusters (none of the tests depends on having the machine to itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,36 +18,39 @@ if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL=0
 fi
 
-step_names=()
-step_seconds=()
-current=""
 started=$SECONDS
+# One line per step: its seconds (or FAILED), a tab, its name.
+times=$(mktemp)
+beside_log=$(mktemp)
 
-# step NAME COMMAND...: runs COMMAND as one timed step.
+# step NAME COMMAND...: runs COMMAND as one timed step and returns its status. (Callers may
+# run it inside `&&` or `||`, where bash ignores `set -e`: every function a step runs checks
+# its commands' status itself.)
 step() {
-  current=$1
+  local name=$1
   shift
-  printf '\n=== %s\n' "$current"
-  local t0=$SECONDS
-  "$@"
-  step_names+=("$current")
-  step_seconds+=($((SECONDS - t0)))
-  current=""
+  printf '\n=== %s\n' "$name"
+  local t0=$SECONDS status=0
+  "$@" || status=$?
+  if [ "$status" -eq 0 ]; then
+    printf '%d\t%s\n' $((SECONDS - t0)) "$name" >>"$times"
+  else
+    printf 'FAILED\t%s\n' "$name" >>"$times"
+  fi
+  return "$status"
 }
 
 # The table of step times, also when a step fails (that step is marked).
 report() {
   local status=$?
   printf '\n=== step times\n'
-  printf '%-58s %8s\n' "step" "seconds"
-  local i
-  for i in "${!step_names[@]}"; do
-    printf '%-58s %8d\n' "${step_names[$i]}" "${step_seconds[$i]}"
-  done
-  if [ -n "$current" ]; then
-    printf '%-58s %8s\n' "$current" "FAILED"
-  fi
-  printf '%-58s %8d\n' "total" $((SECONDS - started))
+  printf '%-64s %8s\n' "step" "seconds"
+  local seconds name
+  while IFS=$'\t' read -r seconds name; do
+    printf '%-64s %8s\n' "$name" "$seconds"
+  done <"$times"
+  printf '%-64s %8d\n' "total" $((SECONDS - started))
+  rm -f "$times" "$beside_log"
   exit "$status"
 }
 trap report EXIT
@@ -67,17 +72,39 @@ memcheck() {
     ELASTREE_TEST_SCALE=0.05 ELASTREE_TEST_TIME_FACTOR=3 \
       valgrind --quiet --fair-sched=yes --error-exitcode=99 --leak-check=full \
       --show-leak-kinds=definite --errors-for-leak-kinds=definite \
-      "$binary" --quiet
+      "$binary" --quiet || return
   done
+}
+
+loom() {
+  cargo test --workspace --features elastree/loom --test loom_olc
+}
+
+# The steps that run beside the workspace tests, one after the other, their output kept in
+# a log that is printed once the tests are done.
+beside() {
+  step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck &&
+    step "  beside: loom model checks (version lock, writer gate)" loom
+}
+
+# The workspace tests, with `beside` running alongside; fails if either fails.
+tests_and_beside() {
+  beside >"$beside_log" 2>&1 &
+  local beside_pid=$! tests=0 side=0
+  cargo test --workspace || tests=$?
+  wait "$beside_pid" || side=$?
+  printf '\n=== output of the steps run beside the tests\n'
+  cat "$beside_log"
+  if [ "$side" -ne 0 ]; then
+    echo "a step run beside the tests failed (exit code $side)" >&2
+  fi
+  [ "$tests" -eq 0 ] && [ "$side" -eq 0 ]
 }
 
 step "system dependencies" scripts/install-deps.sh
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "build the tests (test profile)" cargo test --workspace --no-run --quiet
-step "cargo test (workspace)" cargo test --workspace
-step "loom model checks (version lock, writer gate)" \
-  cargo test --workspace --features elastree/loom --test loom_olc
-step "valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck
+step "cargo test (workspace), memcheck and loom beside it" tests_and_beside
 
 printf '\n=== all tests passed\n'
