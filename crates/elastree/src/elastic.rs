@@ -388,9 +388,14 @@ impl<K> SweepState<K> {
 }
 
 /// The most leaf pairs the sweep may owe (see [`SweepCursor::owe`]): enough for every
-/// writer of a busy machine to lose a few turns, and small enough that the sweep that pays
-/// them (examining at most 8 pairs per pair owed) costs its insert well under a millisecond.
+/// writer of a busy machine to lose a few turns.
 pub const MAX_OWED_PAIRS: usize = 1024;
+
+/// A sweep pays at most this many times its own quota of what is owed, so the one insert
+/// that sweeps does a bounded multiple of an ordinary sweep's work; the rest stays owed to
+/// the next sweeps. Four writers that each lose their turn to a fifth owe it four quotas,
+/// which it pays at once.
+pub const OWED_PER_QUOTA: usize = 4;
 
 /// The sweep's shared state: one per elastic tree. A sweeping writer holds it for the whole
 /// sweep, so at most one thread sweeps at a time, and others do not wait: they add their
@@ -430,13 +435,20 @@ impl<K> SweepCursor<K> {
         let _ = self
             .owed
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |owed| {
-                Some((owed + pairs).min(MAX_OWED_PAIRS))
+                Some(owed.saturating_add(pairs).min(MAX_OWED_PAIRS))
             });
     }
 
-    /// Takes what earlier sweeps owe, leaving nothing owed.
-    pub fn take_owed(&self) -> usize {
-        self.owed.swap(0, Ordering::Relaxed)
+    /// Takes at most `most` of what earlier sweeps owe; the rest stays owed.
+    pub fn take_owed(&self, most: usize) -> usize {
+        let mut taken = 0;
+        let _ = self
+            .owed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |owed| {
+                taken = owed.min(most);
+                Some(owed - taken)
+            });
+        taken
     }
 
     /// Takes the cursor for one sweep, or `None` if another thread is sweeping.
@@ -503,11 +515,16 @@ mod tests {
         let cursor = SweepCursor::<u64>::new();
         cursor.owe(3);
         cursor.owe(2);
-        assert_eq!(cursor.take_owed(), 5);
-        assert_eq!(cursor.take_owed(), 0, "a debt is paid once");
+        assert_eq!(cursor.take_owed(4), 4, "a sweep pays at most what it may");
+        assert_eq!(cursor.take_owed(4), 1, "the rest stays owed");
+        assert_eq!(cursor.take_owed(4), 0, "a debt is paid once");
         cursor.owe(MAX_OWED_PAIRS);
-        cursor.owe(1);
-        assert_eq!(cursor.take_owed(), MAX_OWED_PAIRS, "the debt is capped");
+        cursor.owe(usize::MAX);
+        assert_eq!(
+            cursor.take_owed(usize::MAX),
+            MAX_OWED_PAIRS,
+            "the debt is capped"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@
 use crossbeam_epoch::Guard;
 
 use super::{Tree, Visit};
+use crate::elastic::OWED_PER_QUOTA;
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
 
@@ -54,7 +55,7 @@ impl<R: NodeRepr> Tree<R> {
         if !state.take_turn() {
             return;
         }
-        let quota = quota + cursor.take_owed();
+        let quota = quota + cursor.take_owed(quota * OWED_PER_QUOTA);
         let mut compacted = 0;
         let allowance = quota * PAIRS_EXAMINED_PER_QUOTA;
         let mut examine = allowance;
