@@ -388,7 +388,6 @@ impl LocalCluster {
     /// waits for it. Only a cluster started by [`up`](Self::up) in this process honours it;
     /// an [`open`](Self::open)ed one is never stopped by a drop.
     pub fn set_remove_on_drop(&mut self, yes: bool) -> Result<(), DistError> {
-        self.remove_on_drop = yes;
         if yes && self.started_here && self.reaper.is_none() {
             self.reaper = Some(Reaper::watch(&self.dir)?);
         } else if !yes {
@@ -396,6 +395,7 @@ impl LocalCluster {
                 reaper.disarm();
             }
         }
+        self.remove_on_drop = yes;
         Ok(())
     }
 

@@ -419,12 +419,18 @@ fn drop_with_remove_on_drop_stops_the_processes_even_on_panic() {
     );
 }
 
-/// Run only in a child process by `a_cluster_never_dropped_is_removed_when_its_process_dies`:
-/// starts a cluster that is never dropped, prints its directory and its nodes' pids, and
-/// waits to be killed.
+/// Set by `a_cluster_never_dropped_is_removed_when_its_process_dies` for its child process.
+const OWNER_VAR: &str = "ELASTREE_TEST_CLUSTER_OWNER";
+
+/// Run only in a child process by `a_cluster_never_dropped_is_removed_when_its_process_dies`
+/// (anywhere else, say under `--include-ignored`, it returns at once): starts a cluster that
+/// is never dropped, prints its nodes' pids and its directory, and waits to be killed.
 #[test]
 #[ignore = "run by a_cluster_never_dropped_is_removed_when_its_process_dies"]
 fn start_a_cluster_and_wait_to_be_killed() {
+    if std::env::var_os(OWNER_VAR).is_none() {
+        return;
+    }
     let spec = ClusterSpec {
         replicas: 0,
         ready_timeout_ms: READY_TIMEOUT_MS,
@@ -437,7 +443,8 @@ fn start_a_cluster_and_wait_to_be_killed() {
         .iter()
         .map(|&p| cluster.pid(p).expect("a pid").to_string())
         .collect();
-    println!("CLUSTER {} {}", cluster.dir().display(), pids.join(" "));
+    // The directory last, on its own line: it may hold spaces.
+    println!("\nPIDS {}\nDIR {}", pids.join(" "), cluster.dir().display());
     std::mem::forget(cluster);
     std::thread::sleep(Duration::from_secs(600));
 }
@@ -458,23 +465,31 @@ fn a_cluster_never_dropped_is_removed_when_its_process_dies() {
             "--nocapture",
             "--test-threads=1",
         ])
+        .env(OWNER_VAR, "1")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start the owner process");
-    let stdout = owner.stdout.take().unwrap();
-    // The harness prints "test NAME ... " before the test's own output, on the same line.
-    let line = std::io::BufReader::new(stdout)
+    let mut lines = std::io::BufReader::new(owner.stdout.take().unwrap())
         .lines()
-        .map_while(Result::ok)
-        .find_map(|l| l.find("CLUSTER ").map(|at| l[at..].to_string()));
+        .map_while(Result::ok);
+    let pids_line = lines.find(|l| l.starts_with("PIDS "));
+    let dir_line = lines.next().filter(|l| l.starts_with("DIR "));
     // The owner dies without dropping anything: no destructor, no atexit handler runs.
     owner.kill().unwrap();
-    owner.wait().unwrap();
-    let line = line.expect("the owner printed its cluster before it was killed");
-    let mut words = line.split_whitespace().skip(1);
-    let dir = std::path::PathBuf::from(words.next().unwrap());
-    let pids: Vec<u32> = words.map(|p| p.parse().unwrap()).collect();
+    let output = owner.wait_with_output().unwrap();
+    let (Some(pids_line), Some(dir_line)) = (pids_line, dir_line) else {
+        panic!(
+            "the owner did not print its cluster before it was killed; its stderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let line = format!("{pids_line}, {dir_line}");
+    let dir = std::path::PathBuf::from(&dir_line["DIR ".len()..]);
+    let pids: Vec<u32> = pids_line["PIDS ".len()..]
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
     assert_eq!(pids.len(), 3, "{line}");
     for &pid in &pids {
         assert!(

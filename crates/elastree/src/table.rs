@@ -620,32 +620,23 @@ mod tests {
         assert!(!shared.key(10, &mut out) && out.is_empty());
     }
 
-    /// Sets its flag when dropped, also while a panic unwinds: a failing writer stops the
-    /// readers that loop until it is done, instead of leaving them (and the test) spinning.
-    struct SetOnDrop<'a>(&'a AtomicBool);
-
-    impl Drop for SetOnDrop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Release);
-        }
-    }
-
     #[test]
     fn concurrent_readers_while_a_writer_appends() {
         const ROWS: u64 = 20_000;
         let t = people();
         let published = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
+        let stop = elastree_testkit::StopFlag::new();
         thread::scope(|s| {
-            // Set after the writer's last store (or when it panics), so a reader that sees
-            // it loads `published` afterwards and still checks the final count.
-            let _stop = SetOnDrop(&stop);
+            // Set after the writer's last store (or when it panics: a failing writer stops
+            // the readers instead of leaving them spinning), so a reader that sees it loads
+            // `published` afterwards and still checks the final count.
+            let _stop = stop.set_on_drop();
             for r in 0..4u64 {
                 let (t, published, stop) = (&t, &published, &stop);
                 s.spawn(move || {
                     let (mut out, mut probe) = (Vec::new(), r);
                     loop {
-                        let stopping = stop.load(Ordering::Acquire);
+                        let stopping = stop.is_set();
                         let done = published.load(Ordering::Acquire);
                         // Every published row is visible with its full contents.
                         probe = (probe * 31 + 7) % (done + 1);

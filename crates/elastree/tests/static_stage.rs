@@ -353,8 +353,9 @@ fn model_run(seed: u64, keys: Keys, unique: bool, compression: Compression) {
 
 #[test]
 fn model_all_kinds() {
-    let _limit = time_limit();
+    // The limit starts once the test has the process to itself.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = time_limit();
     for seed in 0..2 {
         for keys in [Keys::Fixed8, Keys::Fixed16, Keys::Variable] {
             for unique in [true, false] {
@@ -368,8 +369,9 @@ fn model_all_kinds() {
 
 #[test]
 fn default_sizes_many_segments() {
-    let _limit = time_limit();
+    // The limit starts once the test has the process to itself.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = time_limit();
     let mut rng = StdRng::seed_from_u64(99);
     for unique in [true, false] {
         for compression in [Compression::None, Compression::Lz4] {
@@ -402,8 +404,9 @@ fn default_sizes_many_segments() {
 
 #[test]
 fn bad_input_is_a_typed_error() {
-    let _limit = time_limit();
+    // The limit starts once the test has the process to itself.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = time_limit();
     let unsorted = vec![(b"b".to_vec(), 1), (b"a".to_vec(), 2)];
     let duplicate = vec![(b"a".to_vec(), 1), (b"a".to_vec(), 2)];
     let dup_pair = vec![(b"a".to_vec(), 1), (b"a".to_vec(), 1)];
@@ -462,8 +465,9 @@ fn bad_input_is_a_typed_error() {
 
 #[test]
 fn memory_accounting() {
-    let _limit = time_limit();
+    // The limit starts once the test has the process to itself.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = time_limit();
     let mut rng = StdRng::seed_from_u64(5);
     for keys in [Keys::Fixed8, Keys::Variable] {
         for unique in [true, false] {
@@ -514,9 +518,10 @@ fn memory_accounting() {
 /// sorted pairs, for every scan shape.
 #[test]
 fn static_kind_matches_btree() {
-    let _limit = time_limit();
     use elastree::{Index, IndexBuilder, IndexKind};
+    // The limit starts once the test has the process to itself.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = time_limit();
     let mut rng = StdRng::seed_from_u64(11);
     for (keys, unique) in [
         (Keys::Fixed8, true),
@@ -617,8 +622,9 @@ fn static_kind_matches_btree() {
 /// eviction) and still see the stage's content.
 #[test]
 fn concurrent_readers_share_the_cache() {
-    let _limit = time_limit();
+    // The limit starts once the test has the process to itself.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = time_limit();
     let mut rng = StdRng::seed_from_u64(21);
     let model = random_model(&mut rng, Keys::Variable, true, 20_000);
     let mut opts = StaticOptions::new(true, KeyLen::Variable);

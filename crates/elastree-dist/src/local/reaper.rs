@@ -31,7 +31,7 @@ for pidfile in "$1"/*/redis.pid; do
   port=${port##*/}
   pid=$(cat "$pidfile" 2>/dev/null) || continue
   case $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) in
-    *redis-server*":$port"*) kill -9 "$pid" 2>/dev/null ;;
+    *redis-server*":$port "*) kill -9 "$pid" 2>/dev/null ;;
   esac
 done
 rm -rf "$1"

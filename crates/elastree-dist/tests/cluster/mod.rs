@@ -235,6 +235,22 @@ pub fn first_subtree(index: &elastree_dist::DistIndex, name: &str) -> (TopEntry,
     (entry, tag)
 }
 
+/// `op()`'s first success, retrying failures for up to [`WAIT_LIMIT`] (for a client with a
+/// deliberately short operation timeout, whose setup a busy machine may make time out); panics
+/// with the last error, naming `what`, after that.
+pub fn retried<T, E: std::fmt::Display>(what: &str, mut op: impl FnMut() -> Result<T, E>) -> T {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    loop {
+        match op() {
+            Ok(value) => return value,
+            Err(e) if Instant::now() >= deadline => {
+                panic!("{what} kept failing for {WAIT_LIMIT:?}; the last error: {e}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
 /// The result of a scoped thread; its panic, if it panicked, goes on with the original
 /// message (a plain `unwrap` would only say `Any { .. }`).
 pub fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
