@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the system packages the tests need: valgrind (the memcheck run) and Redis 7
-# (redis-server, redis-tools: the distributed index's local clusters). Idempotent:
+# Installs the system packages the tests need: valgrind (the memcheck run), Redis 7
+# (redis-server, redis-tools: the distributed index's local clusters) and python3 (the test
+# script finds the memcheck run's test binaries with it). Idempotent:
 # does nothing when they are already present. Needs root (or sudo) only when it installs.
 set -euo pipefail
 
 need=()
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)

@@ -42,9 +42,16 @@ step() {
   return "$status"
 }
 
+# The steps run beside the tests, while they run (stopped if the script is interrupted).
+beside_pid=""
+
 # The table of step times, also when a step fails (that step is marked).
 report() {
   local status=$?
+  if [ -n "$beside_pid" ] && kill -0 "$beside_pid" 2>/dev/null; then
+    pkill -TERM -P "$beside_pid" 2>/dev/null || true
+    kill "$beside_pid" 2>/dev/null || true
+  fi
   printf '\n=== step times\n'
   printf '%-64s %8s\n' "step" "seconds"
   local seconds name
@@ -56,6 +63,7 @@ report() {
   exit "$status"
 }
 trap report EXIT
+trap 'exit 130' INT TERM
 
 # The memcheck run: the elastree library's unit tests (nodes, version lock, writer gate,
 # epochs) and its single-threaded model tests, at 5% of their native size. valgrind runs one
@@ -64,14 +72,15 @@ trap report EXIT
 # run natively (several seeds, in the test step): under memcheck they only serialize.
 MEMCHECK_TESTS=(lib model tree_shape hybrid elastic)
 memcheck() {
-  local binaries
-  binaries=$(cargo test --workspace --no-run --message-format=json 2>/dev/null |
+  local binaries=()
+  mapfile -t binaries < <(cargo test --workspace --no-run --quiet --message-format=json |
     python3 scripts/test-binaries.py elastree "${MEMCHECK_TESTS[@]}")
-  [ -n "$binaries" ] || { echo "memcheck: no test binaries found" >&2; return 1; }
+  [ "${#binaries[@]}" -eq "${#MEMCHECK_TESTS[@]}" ] ||
+    { echo "memcheck: expected ${#MEMCHECK_TESTS[@]} test binaries, found ${#binaries[@]}" >&2; return 1; }
   local binary
-  for binary in $binaries; do
+  for binary in "${binaries[@]}"; do
     echo "--- valgrind ${binary#"$PWD"/}"
-    ELASTREE_TEST_SCALE=0.05 ELASTREE_TEST_TIME_FACTOR=3 \
+    ELASTREE_TEST_SCALE=0.05 ELASTREE_TEST_TIME_FACTOR=2 \
       valgrind --quiet --fair-sched=yes --error-exitcode=99 --leak-check=full \
       --show-leak-kinds=definite --errors-for-leak-kinds=definite \
       "$binary" --quiet || return
@@ -98,15 +107,18 @@ asan() {
 # The steps that run beside the workspace tests, one after the other, their output kept in
 # a log that is printed once the tests are done.
 beside() {
-  step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck &&
-    step "  beside: loom model checks (version lock, writer gate)" loom &&
-    step "  beside: AddressSanitizer (stress tests, 1 seed)" asan
+  local status=0
+  step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck || status=1
+  step "  beside: loom model checks (version lock, writer gate)" loom || status=1
+  step "  beside: AddressSanitizer (stress tests, 1 seed)" asan || status=1
+  return "$status"
 }
 
 # The workspace tests, with `beside` running alongside; fails if either fails.
 tests_and_beside() {
   beside >"$beside_log" 2>&1 &
-  local beside_pid=$! tests=0 side=0
+  beside_pid=$!
+  local tests=0 side=0
   cargo test --workspace || tests=$?
   wait "$beside_pid" || side=$?
   printf '\n=== output of the steps run beside the tests\n'
