@@ -4,6 +4,7 @@
 #![cfg(feature = "loom")]
 
 use elastree::sync::{Restart, VersionLock};
+use elastree_testkit::time_limit;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -42,6 +43,7 @@ impl Node {
 
 #[test]
 fn validated_reads_are_never_torn() {
+    let _limit = time_limit();
     loom::model(|| {
         let node = Arc::new(Node::new());
         let writer = {
@@ -63,6 +65,7 @@ fn validated_reads_are_never_torn() {
 
 #[test]
 fn writers_exclude_each_other() {
+    let _limit = time_limit();
     loom::model(|| {
         let node = Arc::new(Node::new());
         let writers: Vec<_> = (0..2)
@@ -85,6 +88,7 @@ fn writers_exclude_each_other() {
 
 #[test]
 fn upgrade_succeeds_only_from_the_current_version() {
+    let _limit = time_limit();
     loom::model(|| {
         let node = Arc::new(Node::new());
         let other = {
@@ -106,6 +110,7 @@ fn upgrade_succeeds_only_from_the_current_version() {
 
 #[test]
 fn obsolete_nodes_turn_readers_away() {
+    let _limit = time_limit();
     loom::model(|| {
         let node = Arc::new(Node::new());
         let unlinker = {
@@ -140,6 +145,7 @@ struct Leaf {
 /// leaf, or restarts: it never validates a read of anything else.
 #[test]
 fn a_scan_across_a_leaf_replacement_never_validates_a_wrong_entry() {
+    let _limit = time_limit();
     loom::model(|| {
         let sibling = Arc::new(VersionLock::new());
         let link = Arc::new(AtomicU64::new(0));
@@ -189,6 +195,7 @@ fn a_scan_across_a_leaf_replacement_never_validates_a_wrong_entry() {
 /// the sealer, or was turned away and wrote nothing.
 #[test]
 fn sealing_sees_every_admitted_write() {
+    let _limit = time_limit();
     use elastree::sync::WriterGate;
     loom::model(|| {
         let gate = Arc::new(WriterGate::new());
