@@ -1,0 +1,339 @@
+//! elastree's own kinds behind [`BenchIndex`], and the options they are built with.
+
+use std::ops::Bound;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use elastree::elastic::ElasticStats;
+use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree_dist::DistStats;
+
+use super::{reads_only, width_check, BenchIndex};
+use crate::cluster::{ClusterIndex, Owned};
+use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
+use crate::workload::Workload;
+
+/// The byte budget an elastic index gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// This many bytes per key of the key set (the default: 12, about half of what the
+    /// B+-tree needs for random 8-byte keys, so the elastic tree must compact).
+    PerKey(f64),
+    /// Exactly this many bytes.
+    Bytes(usize),
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::PerKey(12.0)
+    }
+}
+
+impl Budget {
+    /// The budget in bytes for a key set of `n` keys (at least elastree's minimum).
+    pub fn bytes(self, n: usize) -> usize {
+        let bytes = match self {
+            Budget::PerKey(per_key) => (per_key * n as f64) as usize,
+            Budget::Bytes(bytes) => bytes,
+        };
+        bytes.max(elastree::elastic::MIN_BUDGET)
+    }
+}
+
+impl FromStr for Budget {
+    type Err = String;
+
+    /// `12/key` (bytes per key) or a byte count with an optional K, M or G suffix.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("budget {s:?}: expected bytes (e.g. 64M) or bytes per key (12/key)");
+        if let Some(per_key) = s.strip_suffix("/key") {
+            let v: f64 = per_key.parse().map_err(|_| bad())?;
+            return (v > 0.0).then_some(Budget::PerKey(v)).ok_or_else(bad);
+        }
+        parse_bytes(s).map(Budget::Bytes).map_err(|_| bad())
+    }
+}
+
+/// Parses a byte count with an optional K, M or G suffix (powers of 1024), as `--budget`
+/// takes it in `elastree bench` and `elastree shell`.
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let (digits, scale) = match text.as_bytes().last() {
+        Some(b'K' | b'k') => (&text[..text.len() - 1], 1usize << 10),
+        Some(b'M' | b'm') => (&text[..text.len() - 1], 1 << 20),
+        Some(b'G' | b'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?} is not a byte count (e.g. 65536, 64K, 64M, 1G)"))
+}
+
+/// Options of the SeqTree leaves of elastree's elastic and seqtree kinds; `None` leaves the
+/// library's default (see [`IndexBuilder::tree_levels`] and [`IndexBuilder::breathing`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SeqTreeTuning {
+    /// BlindiTree levels of every SeqTree leaf.
+    pub tree_levels: Option<u8>,
+    /// Breathing slack: spare tuple-id slots per SeqTree leaf.
+    pub breathing: Option<usize>,
+}
+
+impl SeqTreeTuning {
+    /// `L<levels> s<breathing>`, with `default` for an option left to the library (for
+    /// labels and reports).
+    pub fn label(self) -> String {
+        let show = |v: Option<String>| v.unwrap_or_else(|| "default".to_string());
+        format!(
+            "L{} s{}",
+            show(self.tree_levels.map(|l| l.to_string())),
+            show(self.breathing.map(|s| s.to_string()))
+        )
+    }
+}
+
+/// An elastree index kind through its public [`Index`] trait. 8-byte key sets are stored as
+/// big-endian bytes in an index built with [`KeyLen::Fixed`]`(8)`, 16-byte ones in an index
+/// built with [`KeyLen::Fixed`]`(16)`, all others with [`KeyLen::Variable`]. The distributed
+/// kinds ([`Elastree::on_cluster`]) take every key length and store the same big-endian
+/// bytes.
+pub struct Elastree {
+    index: Held,
+    kind: IndexKind,
+    width: KeyWidth,
+    /// The options the index was built with (the `static` kind is rebuilt by its bulk load).
+    builder: IndexBuilder,
+}
+
+/// The index an [`Elastree`] adapter drives.
+enum Held {
+    /// Built by [`IndexBuilder`], in this process.
+    Local(Box<dyn Index>),
+    /// A client of an index on a Redis Cluster, deleted from the cluster when dropped.
+    Cluster(Owned),
+}
+
+impl Elastree {
+    /// Drives the distributed index of `client` (of distributed `kind`) for the keys of
+    /// `keys`; the index is deleted from the cluster when the adapter is dropped.
+    pub fn on_cluster(kind: IndexKind, keys: &KeySet, client: Box<dyn ClusterIndex>) -> Self {
+        Self {
+            index: Held::Cluster(Owned::new(client)),
+            kind,
+            width: keys.width(),
+            builder: IndexBuilder::new(kind),
+        }
+    }
+
+    /// The index.
+    #[inline]
+    fn index(&self) -> &dyn Index {
+        match &self.index {
+            Held::Local(index) => index.as_ref(),
+            Held::Cluster(owned) => owned.client().index(),
+        }
+    }
+
+    /// Builds a unique index of `kind` for the keys of `keys` with the kind's default node
+    /// sizes; kinds with indirect keys load keys from `keys`, and the elastic kind gets
+    /// `budget`.
+    pub fn new(kind: IndexKind, keys: &KeySet, budget: Budget) -> Result<Self, String> {
+        Self::with_tuning(kind, keys, budget, SeqTreeTuning::default())
+    }
+
+    /// [`Elastree::new`] with the SeqTree-leaf options of `tuning` (for the elastic and
+    /// seqtree kinds; the B+-tree has no SeqTree leaves and refuses a tuning).
+    pub fn with_tuning(
+        kind: IndexKind,
+        keys: &KeySet,
+        budget: Budget,
+        tuning: SeqTreeTuning,
+    ) -> Result<Self, String> {
+        let width = keys.width();
+        let key_len = match width {
+            KeyWidth::Fixed8 => KeyLen::Fixed(8),
+            KeyWidth::Fixed16 => KeyLen::Fixed(16),
+            KeyWidth::Variable => KeyLen::Variable,
+        };
+        let mut builder = IndexBuilder::new(kind).key_len(key_len);
+        if kind.needs_key_source() {
+            builder = builder.key_source(Arc::new(keys.clone()));
+        }
+        if kind == IndexKind::Elastic {
+            builder = builder.budget(budget.bytes(keys.len()));
+        }
+        if tuning != SeqTreeTuning::default() && kind == IndexKind::BTree {
+            return Err(format!(
+                "elastree {kind} has no SeqTree leaves to tune ({})",
+                tuning.label()
+            ));
+        }
+        if let Some(levels) = tuning.tree_levels {
+            builder = builder.tree_levels(levels);
+        }
+        if let Some(slots) = tuning.breathing {
+            builder = builder.breathing(slots);
+        }
+        let index = builder
+            .build()
+            .map_err(|e| format!("building elastree {kind}: {e}"))?;
+        Ok(Self {
+            index: Held::Local(index),
+            kind,
+            width,
+            builder,
+        })
+    }
+
+    #[inline]
+    fn with_bytes<R>(key: Key<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
+        match key {
+            Key::U64(v) => f(&v.to_be_bytes()),
+            Key::Bytes(b) => f(b),
+        }
+    }
+
+    #[inline]
+    fn decode(width: KeyWidth, bytes: &[u8]) -> Key<'_> {
+        match width {
+            KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(
+                bytes
+                    .try_into()
+                    .expect("a fixed-8 index returns 8-byte keys"),
+            )),
+            KeyWidth::Fixed16 | KeyWidth::Variable => Key::Bytes(bytes),
+        }
+    }
+
+    /// Whether `key` has a length this index could hold. A fixed-length elastree index
+    /// refuses other lengths with an error; for a lookup or a removal such a key is simply
+    /// absent.
+    #[inline]
+    fn may_hold(&self, key: Key<'_>) -> bool {
+        match (self.width, key) {
+            (KeyWidth::Fixed16, Key::Bytes(b)) => b.len() == 16,
+            _ => true,
+        }
+    }
+}
+
+impl BenchIndex for Elastree {
+    fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        width_check(self.name(), self.width, keys)
+    }
+
+    fn supports_workload(&self, workload: Workload) -> Result<(), String> {
+        if self.kind.is_writable() {
+            return Ok(());
+        }
+        reads_only(
+            workload,
+            "the static index is read-only (bulk-loaded from sorted keys)",
+        )
+    }
+
+    fn loads_in_bulk(&self) -> bool {
+        !self.kind.is_writable()
+    }
+
+    fn bulk_load(&mut self, keys: &KeySet) -> Result<(), String> {
+        let mut pairs = keys.sorted_order().into_iter().map(|i| {
+            let key = Self::with_bytes(keys.key(i as usize), <[u8]>::to_vec);
+            (key, u64::from(i))
+        });
+        self.index = Held::Local(
+            self.builder
+                .build_sorted(&mut pairs)
+                .map_err(|e| format!("bulk-loading elastree {}: {e}", self.kind))?,
+        );
+        Ok(())
+    }
+
+    #[inline]
+    fn insert(&self, key: Key<'_>, value: u64) {
+        if let Err(e) = Self::with_bytes(key, |k| self.index().insert(k, value)) {
+            panic!("elastree {} insert failed: {e}", self.kind);
+        }
+    }
+
+    #[inline]
+    fn get(&self, key: Key<'_>) -> Option<u64> {
+        if !self.may_hold(key) {
+            return None;
+        }
+        Self::with_bytes(key, |k| self.index().get(k))
+            .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.kind))
+    }
+
+    #[inline]
+    fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let width = self.width;
+        Self::with_bytes(start, |k| {
+            self.index().scan(
+                Bound::Included(k),
+                Bound::Unbounded,
+                Direction::Ascending,
+                n,
+                &mut |key, tid| visit(Self::decode(width, key), tid),
+            )
+        })
+        .unwrap_or_else(|e| panic!("elastree {} scan failed: {e}", self.kind))
+    }
+
+    #[inline]
+    fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let width = self.width;
+        Self::with_bytes(start, |k| {
+            self.index().scan(
+                Bound::Unbounded,
+                Bound::Included(k),
+                Direction::Descending,
+                n,
+                &mut |key, tid| visit(Self::decode(width, key), tid),
+            )
+        })
+        .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.kind))
+    }
+
+    #[inline]
+    fn remove(&self, key: Key<'_>) -> bool {
+        if !self.may_hold(key) {
+            return false;
+        }
+        Self::with_bytes(key, |k| self.index().remove(k))
+            .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.kind))
+            .is_some()
+    }
+
+    fn self_reported_bytes(&self) -> Option<usize> {
+        // A distributed tree reports what it takes on the cluster's masters (one copy;
+        // replicas hold more), as Redis counts it per key.
+        Some(self.index().memory().total()).filter(|&b| b > 0)
+    }
+
+    fn quiesce(&self) {
+        if let Err(e) = self.index().quiesce() {
+            panic!("elastree {} background work failed: {e}", self.kind);
+        }
+    }
+
+    fn elastic_stats(&self) -> Option<ElasticStats> {
+        self.index().elastic_stats()
+    }
+
+    fn dist_stats(&self) -> Option<DistStats> {
+        match &self.index {
+            Held::Local(_) => None,
+            Held::Cluster(owned) => Some(owned.client().stats()),
+        }
+    }
+}
