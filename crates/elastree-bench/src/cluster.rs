@@ -13,18 +13,16 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use elastree::{Index, IndexKind};
+use elastree::Index;
 use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::local::{ClusterSpec, LocalCluster};
-use elastree_dist::{DistError, DistIndex, DistOptions, DistStats};
+use elastree_dist::{DistError, DistIndex, DistKind, DistOptions, DistStats};
 
-/// A distributed index client the benchmark drives: the [`Index`] operations, the client's
-/// counters, and deletion from the cluster.
+/// A distributed index client the benchmark drives: the [`Index`] operations (its counters
+/// are the index's [`Index::stats`]) and deletion from the cluster.
 pub trait ClusterIndex: Send + Sync {
     /// The index operations.
     fn index(&self) -> &dyn Index;
-    /// The client's cumulative counters.
-    fn stats(&self) -> DistStats;
     /// Deletes the index from the cluster.
     fn destroy(self: Box<Self>) -> Result<(), DistError>;
 }
@@ -32,10 +30,6 @@ pub trait ClusterIndex: Send + Sync {
 impl ClusterIndex for DistIndex {
     fn index(&self) -> &dyn Index {
         self
-    }
-
-    fn stats(&self) -> DistStats {
-        DistIndex::stats(self)
     }
 
     fn destroy(self: Box<Self>) -> Result<(), DistError> {
@@ -46,10 +40,6 @@ impl ClusterIndex for DistIndex {
 impl ClusterIndex for BaselineIndex {
     fn index(&self) -> &dyn Index {
         self
-    }
-
-    fn stats(&self) -> DistStats {
-        BaselineIndex::stats(self)
     }
 
     fn destroy(self: Box<Self>) -> Result<(), DistError> {
@@ -104,25 +94,19 @@ pub fn fresh_name(prefix: &str) -> String {
 /// an error at once (within `options.router.connect_timeout`), not after the operation
 /// timeout.
 pub fn connect(
-    kind: IndexKind,
+    kind: DistKind,
     seed: &str,
     name: String,
     options: DistOptions,
 ) -> Result<Box<dyn ClusterIndex>, String> {
-    if !kind.is_distributed() {
-        return Err(format!("{kind} is not a distributed kind"));
-    }
     elastree_dist::reachable(seed, options.router.connect_timeout).map_err(|e| e.to_string())?;
     let seeds = [seed.to_string()];
     let options = DistOptions { name, ..options };
     let client: Box<dyn ClusterIndex> = match kind {
-        IndexKind::Dist => {
-            Box::new(DistIndex::connect(&seeds, options).map_err(|e| e.to_string())?)
-        }
-        IndexKind::DistBaseline => {
+        DistKind::Tree => Box::new(DistIndex::connect(&seeds, options).map_err(|e| e.to_string())?),
+        DistKind::Baseline => {
             Box::new(BaselineIndex::connect(&seeds, options).map_err(|e| e.to_string())?)
         }
-        other => return Err(format!("{other} is not a distributed kind")),
     };
     Ok(client)
 }

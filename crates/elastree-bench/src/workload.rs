@@ -656,10 +656,10 @@ pub type Timed = (f64, Vec<u64>, Option<DistStats>);
 /// Runs `run` and returns what it returned with `index`'s distributed counters over it
 /// (`None` for an index that is not distributed).
 fn counted<R>(index: &dyn BenchIndex, run: impl FnOnce() -> R) -> (R, Option<DistStats>) {
-    let before = index.dist_stats();
+    let before = index.stats_as::<DistStats>();
     let result = run();
     let delta = before
-        .zip(index.dist_stats())
+        .zip(index.stats_as::<DistStats>())
         .map(|(before, after)| cluster::stats_delta(after, before));
     (result, delta)
 }

@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
-use elastree::IndexKind;
 use elastree_bench::keys::KeySetKind;
 use elastree_bench::peers::{Budget, IndexSpec, SeqTreeTuning};
 use elastree_bench::workload::{self, RunConfig, Status, Workload};
 use elastree_dist::local::LocalCluster;
+use elastree_dist::DistKind;
 use elastree_testkit::{cluster, process, time_limit};
 
 /// Every key on the cluster's masters (`redis-cli --scan` on each; redis-cli 7.0 has no
@@ -50,10 +50,7 @@ fn the_runner_measures_the_distributed_kinds_and_cleans_up() {
     // during the run is the run's.
     let cluster = cluster::shared();
     let before = keys_on(cluster);
-    let specs: Vec<IndexSpec> = IndexKind::DISTRIBUTED
-        .iter()
-        .map(|&k| IndexSpec::Elastree(k))
-        .collect();
+    let specs: Vec<IndexSpec> = DistKind::ALL.iter().map(|&k| IndexSpec::Dist(k)).collect();
     let cfg = RunConfig {
         indexes: specs.clone(),
         keysets: vec![KeySetKind::Rand64, KeySetKind::Email],
@@ -125,9 +122,9 @@ fn distributed_kinds_need_a_cluster_and_are_not_in_all() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let held = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let addr = held.local_addr().unwrap().to_string();
-    for &kind in IndexKind::DISTRIBUTED {
+    for &kind in DistKind::ALL {
         let spec: IndexSpec = kind.name().parse().unwrap();
-        assert_eq!(spec, IndexSpec::Elastree(kind));
+        assert_eq!(spec, IndexSpec::Dist(kind));
         assert!(spec.is_distributed());
         assert!(!IndexSpec::all().contains(&spec));
         let err = spec.build(&keys, Budget::default()).err().unwrap();

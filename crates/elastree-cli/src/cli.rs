@@ -12,18 +12,22 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use elastree::hybrid::{HybridOptions, MergeTrigger};
-use elastree::{Index, IndexBuilder, IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN};
+use elastree::hybrid::MergeTrigger;
+use elastree::{
+    ElasticOptions, HybridOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions,
+    DEFAULT_MAX_KEY_LEN,
+};
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
 use elastree_dist::baseline::BaselineIndex;
-use elastree_dist::{reachable, DistIndex, DistOptions};
+use elastree_dist::{reachable, DistIndex, DistKind, DistOptions};
 
 use std::sync::Arc;
 
 use elastree::table::KeySource;
 
 use crate::cluster::ClusterArgs;
+use crate::kind::KindArg;
 use crate::shell::{run_shell_with_table, ShellTable};
 
 /// Exit code for an index that cannot be built (the same as clap's usage errors).
@@ -101,7 +105,7 @@ impl ShellArgs {
     /// node and memory options the distributed kinds refuse in turn.
     pub fn validate(&self) -> Result<(), String> {
         let kind = self.index.index;
-        if !kind.is_distributed() {
+        if kind.dist().is_none() {
             let cluster_only = [
                 ("--cluster", self.cluster.is_some()),
                 ("--name", self.name.is_some()),
@@ -110,7 +114,7 @@ impl ShellArgs {
             if let Some((flag, _)) = cluster_only.iter().find(|(_, given)| *given) {
                 return Err(format!(
                     "{flag} is only for the distributed kinds (--index {}), not {kind}",
-                    IndexKind::DISTRIBUTED
+                    DistKind::ALL
                         .iter()
                         .map(|k| k.name())
                         .collect::<Vec<_>>()
@@ -180,8 +184,8 @@ impl ShellArgs {
         let options = self.dist_options();
         reachable(&seed, options.router.connect_timeout).map_err(|e| fail(e.to_string()))?;
         let seeds = [seed.clone()];
-        let opened: Result<Box<dyn Index>, _> = match kind {
-            IndexKind::DistBaseline => {
+        let opened: Result<Box<dyn Index>, _> = match kind.dist() {
+            Some(DistKind::Baseline) => {
                 BaselineIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>)
             }
             _ => DistIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>),
@@ -195,8 +199,8 @@ impl ShellArgs {
 #[derive(Debug, Clone, Args)]
 pub struct IndexArgs {
     /// The index kind (`dist` and `dist-baseline` live on a Redis Cluster: see `--cluster`).
-    #[arg(long, value_name = "KIND", default_value_t = IndexKind::BTree, value_parser = index_kind_parser())]
-    pub index: IndexKind,
+    #[arg(long, value_name = "KIND", default_value_t = KindArg::default(), value_parser = index_kind_parser())]
+    pub index: KindArg,
 
     /// Build a non-unique (secondary) index: a key maps to a set of tids.
     #[arg(long)]
@@ -233,22 +237,58 @@ pub struct IndexArgs {
     pub min_merge: Option<usize>,
 }
 
-/// Parses `--index` with [`IndexKind::from_str`], listing [`IndexKind::ALL`] and
-/// [`IndexKind::DISTRIBUTED`] as the possible values in `--help` and in error messages.
-fn index_kind_parser() -> impl TypedValueParser<Value = IndexKind> {
-    PossibleValuesParser::new(
-        IndexKind::ALL
-            .iter()
-            .chain(IndexKind::DISTRIBUTED)
-            .map(|kind| kind.name()),
-    )
-    .try_map(|name| IndexKind::from_str(&name))
+/// Parses `--index` with [`KindArg::from_str`], listing every kind as the possible values
+/// in `--help` and in error messages.
+fn index_kind_parser() -> impl TypedValueParser<Value = KindArg> {
+    PossibleValuesParser::new(KindArg::all().map(KindArg::name))
+        .try_map(|name| KindArg::from_str(&name))
 }
 
 impl IndexArgs {
-    /// The builder these options describe.
-    pub fn builder(&self) -> IndexBuilder {
-        let mut builder = IndexBuilder::new(self.index)
+    /// The builder these options describe for the library's `kind`; the kinds with
+    /// indirect keys load them from `table`. A kind's own option given to another kind is
+    /// refused, as is the elastic kind without `--budget`.
+    pub fn builder(
+        &self,
+        kind: IndexKind,
+        table: Arc<dyn KeySource>,
+    ) -> Result<IndexBuilder, String> {
+        let hybrid_kind = matches!(kind, IndexKind::Hybrid | IndexKind::HybridCompressed);
+        if self.budget.is_some() && kind != IndexKind::Elastic {
+            return Err(format!(
+                "--budget applies to the elastic kind only, not {kind}"
+            ));
+        }
+        if (self.merge_ratio.is_some() || self.min_merge.is_some()) && !hybrid_kind {
+            return Err(format!(
+                "--merge-ratio and --min-merge apply to the hybrid kinds only, not {kind}"
+            ));
+        }
+        let builder = match kind {
+            IndexKind::Elastic => {
+                let budget = self.budget.ok_or(
+                    "the elastic kind keeps to a byte budget: give it with --budget BYTES \
+                     (e.g. 64M)",
+                )?;
+                IndexBuilder::new(ElasticOptions::new(budget, table))
+            }
+            IndexKind::SeqTree => IndexBuilder::new(SeqTreeOptions::new(table)),
+            _ if hybrid_kind => {
+                let mut hybrid = match kind {
+                    IndexKind::HybridCompressed => HybridOptions::compressed(),
+                    _ => HybridOptions::default(),
+                };
+                if let Some(ratio) = self.merge_ratio {
+                    hybrid.trigger = MergeTrigger::Ratio(ratio);
+                }
+                if let Some(entries) = self.min_merge {
+                    hybrid.min_merge = entries;
+                }
+                IndexBuilder::new(hybrid)
+            }
+            _ => IndexBuilder::new(kind),
+        };
+        let mut builder = builder
             .unique(!self.non_unique)
             .max_key_len(self.max_key_len);
         if let Some(bytes) = self.key_len {
@@ -260,60 +300,34 @@ impl IndexArgs {
         if let Some(entries) = self.inner_capacity {
             builder = builder.inner_capacity(entries);
         }
-        if let Some(bytes) = self.budget {
-            builder = builder.budget(bytes);
-        }
-        if self.merge_ratio.is_some() || self.min_merge.is_some() {
-            let mut hybrid = HybridOptions::default();
-            if let Some(ratio) = self.merge_ratio {
-                hybrid.trigger = MergeTrigger::Ratio(ratio);
-            }
-            if let Some(entries) = self.min_merge {
-                hybrid.min_merge = entries;
-            }
-            builder = builder.hybrid_options(hybrid);
-        }
-        builder
+        Ok(builder)
     }
 
-    /// Builds the index, or prints why it cannot be built on stderr and returns the exit
-    /// code to end with.
-    pub fn build_or_report(&self) -> Result<Box<dyn Index>, ExitCode> {
-        self.build_with(self.builder())
-    }
-
-    /// Builds the index of a shell session: kinds with indirect keys get `table` as their
-    /// key source.
-    /// `pairs` (sorted, from `--load`) are loaded first.
+    /// Builds the library's `kind` for a shell session, the kinds with indirect keys over
+    /// `table`, holding `pairs` (sorted, from `--load`) if given; or prints why it cannot on
+    /// stderr and returns the exit code to end with.
     pub fn build_for_shell(
         &self,
+        kind: IndexKind,
         table: &Arc<ShellTable>,
         pairs: Option<Vec<(Vec<u8>, u64)>>,
     ) -> Result<Box<dyn Index>, ExitCode> {
-        let mut builder = self.builder();
-        if self.index.needs_key_source() {
-            builder = builder.key_source(table.clone() as Arc<dyn KeySource>);
-        }
-        let Some(pairs) = pairs else {
-            return self.build_with(builder);
+        let fail = |what: &str, err: &dyn std::fmt::Display| {
+            eprintln!("elastree: cannot {what} the {kind} index: {err}");
+            ExitCode::from(EXIT_BAD_CONFIG)
         };
-        if self.index.needs_key_source() {
-            if let Err(msg) = table.preload(&pairs) {
-                eprintln!("elastree: cannot load the {} index: {msg}", self.index);
-                return Err(ExitCode::from(EXIT_BAD_CONFIG));
-            }
+        let builder = self
+            .builder(kind, table.clone() as Arc<dyn KeySource>)
+            .map_err(|msg| fail("build", &msg))?;
+        let Some(pairs) = pairs else {
+            return builder.build().map_err(|err| fail("build", &err));
+        };
+        if kind.needs_key_source() {
+            table.preload(&pairs).map_err(|msg| fail("load", &msg))?;
         }
-        builder.build_sorted(&mut pairs.into_iter()).map_err(|err| {
-            eprintln!("elastree: cannot load the {} index: {err}", self.index);
-            ExitCode::from(EXIT_BAD_CONFIG)
-        })
-    }
-
-    fn build_with(&self, builder: IndexBuilder) -> Result<Box<dyn Index>, ExitCode> {
-        builder.build().map_err(|err| {
-            eprintln!("elastree: cannot build the {} index: {err}", self.index);
-            ExitCode::from(EXIT_BAD_CONFIG)
-        })
+        builder
+            .build_sorted(&mut pairs.into_iter())
+            .map_err(|err| fail("load", &err))
     }
 }
 
@@ -363,7 +377,7 @@ fn shell_quote(arg: &str) -> String {
 fn insert_pairs(
     index: Box<dyn Index>,
     pairs: Option<Vec<(Vec<u8>, u64)>>,
-    kind: IndexKind,
+    kind: KindArg,
 ) -> Result<Box<dyn Index>, ExitCode> {
     for (key, tid) in pairs.into_iter().flatten() {
         if let Err(err) = index.insert(&key, tid) {
@@ -396,11 +410,11 @@ fn shell(args: &ShellArgs) -> ExitCode {
             }
         }
     };
-    let built = if args.index.index.is_distributed() {
-        args.connect_dist()
-            .and_then(|index| insert_pairs(index, pairs, args.index.index))
-    } else {
-        args.index.build_for_shell(&table, pairs)
+    let built = match args.index.index {
+        KindArg::Dist(_) => args
+            .connect_dist()
+            .and_then(|index| insert_pairs(index, pairs, args.index.index)),
+        KindArg::Local(kind) => args.index.build_for_shell(kind, &table, pairs),
     };
     let index = match built {
         Ok(index) => index,
@@ -419,7 +433,8 @@ fn shell(args: &ShellArgs) -> ExitCode {
             }
         );
     }
-    let table = args.index.index.needs_key_source().then_some(&*table);
+    let indirect = matches!(args.index.index, KindArg::Local(kind) if kind.needs_key_source());
+    let table = indirect.then_some(&*table);
     match run_shell_with_table(
         &*index,
         table,
@@ -517,13 +532,14 @@ mod tests {
             "6",
         ]);
         let index = args.index;
-        assert_eq!(index.index, IndexKind::BTree);
+        assert_eq!(index.index, KindArg::Local(IndexKind::BTree));
         assert!(index.non_unique);
         assert_eq!(index.max_key_len, 4);
         assert_eq!(index.key_len, Some(4));
         assert_eq!(index.leaf_capacity, Some(8));
         assert_eq!(index.inner_capacity, Some(6));
-        let builder = format!("{:?}", index.builder());
+        let table = Arc::new(ShellTable::default());
+        let builder = format!("{:?}", index.builder(IndexKind::BTree, table).unwrap());
         assert!(builder.contains("unique: false"), "{builder}");
         assert!(builder.contains("Fixed(4)"), "{builder}");
     }
@@ -531,7 +547,7 @@ mod tests {
     #[test]
     fn index_defaults_to_btree() {
         let args = shell_args(&["elastree", "shell"]);
-        assert_eq!(args.index.index, IndexKind::BTree);
+        assert_eq!(args.index.index, KindArg::Local(IndexKind::BTree));
         assert!(!args.index.non_unique);
         assert_eq!(args.index.max_key_len, DEFAULT_MAX_KEY_LEN);
     }

@@ -8,4 +8,5 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod kind;
 pub mod shell;

@@ -835,6 +835,43 @@ check
 }
 
 #[test]
+fn a_kinds_own_option_on_another_kind_is_refused() {
+    let _limit = time_limit();
+    for (args, says) in [
+        (
+            &["shell", "--budget", "4K"][..],
+            "--budget applies to the elastic kind only",
+        ),
+        (
+            &["shell", "--index", "seqtree", "--budget", "4K"],
+            "--budget applies",
+        ),
+        (
+            &["shell", "--merge-ratio", "4"],
+            "apply to the hybrid kinds only",
+        ),
+        (
+            &[
+                "shell",
+                "--index",
+                "elastic",
+                "--budget",
+                "4K",
+                "--min-merge",
+                "8",
+            ],
+            "hybrid kinds only",
+        ),
+    ] {
+        let output = run(args, b"len\n");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
 fn elastic_needs_a_budget() {
     let _limit = time_limit();
     let output = run(&["shell", "--index", "elastic"], b"len\n");

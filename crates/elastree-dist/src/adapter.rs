@@ -45,7 +45,7 @@ pub(crate) fn to_index_error(e: DistError) -> Error {
         DistError::Index(e) => e,
         DistError::Corrupt(msg) => Error::Corrupt(msg),
         DistError::Invalid(msg) => Error::InvalidConfig(msg),
-        other => Error::Unavailable(other.to_string()),
+        other => Error::External(elastree::ExternalError::new(other)),
     }
 }
 
@@ -181,8 +181,8 @@ pub(crate) fn scan(
 macro_rules! index_via_stored_map {
     ($ty:ty, $kind:expr) => {
         impl elastree::Index for $ty {
-            fn kind(&self) -> elastree::IndexKind {
-                $kind
+            fn kind(&self) -> &'static str {
+                $kind.name()
             }
             fn is_unique(&self) -> bool {
                 $crate::adapter::StoredMap::unique(self)
@@ -223,6 +223,9 @@ macro_rules! index_via_stored_map {
             }
             fn check(&self) -> Result<(), elastree::Error> {
                 self.index_check().map_err($crate::adapter::to_index_error)
+            }
+            fn stats(&self) -> Option<Box<dyn elastree::KindStats>> {
+                Some(Box::new(self.stats()))
             }
         }
     };

@@ -12,7 +12,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use elastree::{Direction, IndexKind, MemoryUsage};
+use elastree::{Direction, MemoryUsage};
 use redis::Value;
 
 use crate::adapter::{index_via_stored_map, StoredMap};
@@ -686,4 +686,4 @@ impl BaselineIndex {
     }
 }
 
-index_via_stored_map!(BaselineIndex, IndexKind::DistBaseline);
+index_via_stored_map!(BaselineIndex, crate::DistKind::Baseline);

@@ -36,3 +36,25 @@ impl From<std::io::Error> for DistError {
         DistError::Local(e.to_string())
     }
 }
+
+impl DistError {
+    /// The distributed error an [`elastree::Error`] from the [`elastree::Index`] trait
+    /// carries, if it carries one.
+    pub fn of(error: &elastree::Error) -> Option<&DistError> {
+        match error {
+            elastree::Error::External(external) => external.downcast_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// Why the cluster was unavailable, if `error` (from the [`elastree::Index`] trait) says it
+/// was: no node answered within the timeout, or a write was applied on its master but not
+/// confirmed by the replicas it waits for. Whether a write that failed this way took effect
+/// is unknown; writes are idempotent, so retrying it is safe.
+pub fn unavailable(error: &elastree::Error) -> Option<&str> {
+    match DistError::of(error)? {
+        DistError::Unavailable(why) => Some(why),
+        _ => None,
+    }
+}

@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use elastree::{Direction, IndexKind, MemoryUsage};
+use elastree::{Direction, MemoryUsage};
 use redis::Value;
 
 use crate::adapter::{index_via_stored_map, StoredMap};
@@ -172,6 +172,8 @@ pub struct DistStats {
     pub replicated_writes: u64,
 }
 
+impl elastree::KindStats for DistStats {}
+
 impl DistStats {
     /// The counters since `before` (each field; counters only grow).
     pub fn since(self, before: DistStats) -> DistStats {
@@ -229,7 +231,7 @@ pub(crate) struct RootRef {
 /// throughout the scan (it proceeds in chunks, each atomic, each starting after the last key
 /// returned); with replicas, a write is acknowledged only after `WAIT` saw the configured
 /// number of replicas take it, so it survives the loss of one master. An unreachable cluster
-/// gives [`elastree::Error::Unavailable`] within [`RouterOptions::op_timeout`].
+/// gives an unavailable error ([`crate::unavailable`]) within [`RouterOptions::op_timeout`].
 pub struct DistIndex {
     pub(crate) router: Router,
     pub(crate) options: DistOptions,
@@ -1044,4 +1046,4 @@ impl DistIndex {
     }
 }
 
-index_via_stored_map!(DistIndex, IndexKind::Dist);
+index_via_stored_map!(DistIndex, crate::DistKind::Tree);

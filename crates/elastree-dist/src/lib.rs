@@ -49,7 +49,8 @@
 //!   would have (the tests send every write twice, [`RouterOptions::repeat_writes`]), but
 //!   the previous value a repeated write reports may be its own.
 //! - An unreachable cluster or a dead node gives [`DistError::Unavailable`]
-//!   ([`elastree::Error::Unavailable`] through the [`elastree::Index`] trait) within
+//!   (an [`elastree::Error::External`] holding it through the [`elastree::Index`] trait;
+//!   [`unavailable`] tells) within
 //!   [`RouterOptions::op_timeout`], never a hang.
 //!
 //! The [`baseline`] module is the paper's Baseline: the same tree with every node its own key
@@ -63,6 +64,7 @@ mod check;
 mod codec;
 pub mod error;
 mod index;
+mod kind;
 pub mod local;
 mod node;
 mod router;
@@ -70,7 +72,8 @@ pub mod slots;
 mod top;
 
 pub use balance::RebalanceReport;
-pub use error::DistError;
+pub use error::{unavailable, DistError};
 pub use index::{DistIndex, DistOptions, DistStats, SUBTREE_ENTRIES};
+pub use kind::DistKind;
 pub use router::{reachable, RouterOptions};
 pub use top::TopEntry;

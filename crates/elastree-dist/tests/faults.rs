@@ -20,7 +20,7 @@ use std::ops::Bound;
 use elastree::{Direction, Error, Index};
 use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::local::LocalCluster;
-use elastree_dist::{DistIndex, DistOptions, RebalanceReport, RouterOptions};
+use elastree_dist::{unavailable, DistIndex, DistOptions, RebalanceReport, RouterOptions};
 use elastree_testkit::model::{all_pairs, assert_same_pairs};
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -86,7 +86,7 @@ fn acknowledged_writes_survive_a_master_killed_mid_workload() {
                         let k = 100_000 + i * 2 + w;
                         match index.insert(&key(k), k) {
                             Ok(_) => acked.push(k),
-                            Err(Error::Unavailable(_)) => failed += 1,
+                            Err(e) if unavailable(&e).is_some() => failed += 1,
                             Err(e) => panic!(
                                 "writer {w}, insert {i}: key {k}: an error other than \
                                  Unavailable: {e}; stats {:?}",
@@ -216,8 +216,8 @@ fn a_frozen_sub_tree_refuses_writes_until_its_holder_lifts_the_freeze() {
             let result = impatient.insert(&key(2), 2);
             let took = began.elapsed();
             match &result {
-                Err(Error::Unavailable(msg)) if msg.contains("frozen") => break took,
-                Err(Error::Unavailable(_)) if Instant::now() < deadline => continue,
+                Err(e) if unavailable(e).is_some_and(|why| why.contains("frozen")) => break took,
+                Err(e) if unavailable(e).is_some() && Instant::now() < deadline => continue,
                 other => panic!(
                     "{attempt}: insert of key 2 into the frozen sub-tree {}:{} gave {other:?} \
                      after {took:?}, expected Unavailable saying it is frozen",

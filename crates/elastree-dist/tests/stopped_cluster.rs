@@ -10,8 +10,8 @@ mod cluster;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use elastree::{Error, Index};
-use elastree_dist::{DistError, DistIndex, DistOptions, RouterOptions};
+use elastree::Index;
+use elastree_dist::{unavailable, DistError, DistIndex, DistOptions, RouterOptions};
 use elastree_testkit::time_limit;
 
 /// For a failure message: which of `ports` accept connections again (another process took
@@ -80,7 +80,7 @@ fn a_stopped_cluster_gives_the_typed_error_within_the_timeout() {
         };
         let took = started.elapsed();
         assert!(
-            matches!(result, Err(Error::Unavailable(_))),
+            result.as_ref().is_err_and(|e| unavailable(e).is_some()),
             "{what} on the stopped cluster gave {result:?} after {took:?}, expected \
              Unavailable; {}",
             taken_again(&ports)

@@ -8,9 +8,9 @@ use std::fmt::Debug;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
-use elastree::hybrid::{HybridIndex, HybridOptions, MergeTrigger};
+use elastree::hybrid::{Compression, HybridIndex, HybridOptions, MergeTrigger};
 use elastree::table::KeySource;
-use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree::{Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -87,17 +87,44 @@ impl KeySource for Registry {
 }
 
 /// A builder for `kind` wired to `registry` (and, for the elastic kind, to a budget of
-/// `budget` bytes), so every kind can be built the same way.
+/// `budget` bytes; hybrid kinds merge often), so every kind can be built the same way.
 pub fn builder(kind: IndexKind, registry: &Arc<Registry>, budget: usize) -> IndexBuilder {
-    let builder = IndexBuilder::new(kind).hybrid_options(frequent_merges());
-    if !kind.needs_key_source() {
-        return builder;
+    builder_levels(kind, registry, budget, None)
+}
+
+/// [`builder`] with `tree_levels` BlindiTree levels in the kinds with SeqTree leaves.
+pub fn builder_levels(
+    kind: IndexKind,
+    registry: &Arc<Registry>,
+    budget: usize,
+    tree_levels: Option<u8>,
+) -> IndexBuilder {
+    let keys = || registry.clone() as Arc<dyn KeySource>;
+    match kind {
+        IndexKind::Elastic => IndexBuilder::new(ElasticOptions {
+            tree_levels,
+            ..ElasticOptions::new(budget, keys())
+        }),
+        IndexKind::SeqTree => IndexBuilder::new(SeqTreeOptions {
+            tree_levels,
+            ..SeqTreeOptions::new(keys())
+        }),
+        IndexKind::Hybrid | IndexKind::HybridCompressed => {
+            IndexBuilder::new(hybrid_options(kind, frequent_merges()))
+        }
+        _ => IndexBuilder::new(kind),
     }
-    let builder = builder.key_source(registry.clone() as Arc<dyn KeySource>);
-    if kind == IndexKind::Elastic {
-        builder.budget(budget)
-    } else {
-        builder
+}
+
+/// `options` for the hybrid `kind`: compressed for `hybrid-compressed`, not for `hybrid`.
+pub fn hybrid_options(kind: IndexKind, options: HybridOptions) -> HybridOptions {
+    let compression = match kind {
+        IndexKind::HybridCompressed => Compression::Lz4,
+        _ => Compression::None,
+    };
+    HybridOptions {
+        compression,
+        ..options
     }
 }
 
@@ -110,8 +137,7 @@ pub fn tiny(
     max_key_len: usize,
 ) -> IndexBuilder {
     // Two BlindiTree levels even in 4-key SeqTree leaves, so searches use the tree.
-    builder(kind, registry, TINY_BUDGET)
-        .tree_levels(2)
+    builder_levels(kind, registry, TINY_BUDGET, Some(2))
         .unique(unique)
         .key_len(keys.key_len())
         .max_key_len(max_key_len)
@@ -130,13 +156,19 @@ pub enum Built {
 }
 
 impl Built {
-    /// Builds `kind` as `builder` says (`builder` must be for `kind`).
-    pub fn new(kind: IndexKind, builder: &IndexBuilder) -> Built {
-        let built = match kind {
-            IndexKind::Hybrid | IndexKind::HybridCompressed => {
-                HybridIndex::new(builder).map(Built::Hybrid)
-            }
-            _ => builder.build().map(Built::Other),
+    /// Builds the index `builder` describes.
+    pub fn new(builder: &IndexBuilder) -> Built {
+        let kind = builder.kind();
+        let hybrid = builder
+            .kind_options_as::<HybridOptions>()
+            .cloned()
+            .or_else(|| {
+                matches!(kind, IndexKind::Hybrid | IndexKind::HybridCompressed)
+                    .then(|| hybrid_options(kind, HybridOptions::default()))
+            });
+        let built = match hybrid {
+            Some(hybrid) => HybridIndex::new(builder.options(), &hybrid).map(Built::Hybrid),
+            None => builder.build().map(Built::Other),
         };
         built.unwrap_or_else(|e| panic!("building a {kind} index: {e}"))
     }

@@ -6,12 +6,12 @@
 //! btree); the `elastic` kind's budget defaults to 12 bytes per key, so it compacts.
 
 use std::ops::Bound;
+use std::sync::Arc;
 use std::time::Instant;
 
-use std::sync::Arc;
-
+use elastree::hybrid::HybridStats;
 use elastree::table::KeySource;
-use elastree::{Direction, IndexBuilder, IndexKind, KeyLen};
+use elastree::{Direction, ElasticOptions, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
 fn main() {
     let n: u64 = std::env::args()
@@ -25,21 +25,30 @@ fn main() {
         .nth(2)
         .map(|s| s.parse().expect("an index kind"))
         .unwrap_or(IndexKind::BTree);
-    let mut builder = IndexBuilder::new(kind).key_len(KeyLen::Fixed(8));
-    if kind.needs_key_source() {
+    let table = || {
         let table: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        builder = builder.key_source(Arc::new(table) as Arc<dyn KeySource>);
-    }
-    if let Some(levels) = std::env::args().nth(3) {
-        builder = builder.tree_levels(levels.parse().expect("BlindiTree levels"));
-    }
-    if kind == IndexKind::Elastic {
-        let per_key: usize = std::env::args()
-            .nth(4)
-            .map_or(12, |s| s.parse().expect("budget bytes per key"));
-        builder = builder.budget(per_key * n as usize);
-    }
-    let index = builder.build().expect("build");
+        Arc::new(table) as Arc<dyn KeySource>
+    };
+    let tree_levels = std::env::args()
+        .nth(3)
+        .map(|levels| levels.parse().expect("BlindiTree levels"));
+    let builder = match kind {
+        IndexKind::Elastic => {
+            let per_key: usize = std::env::args()
+                .nth(4)
+                .map_or(12, |s| s.parse().expect("budget bytes per key"));
+            IndexBuilder::new(ElasticOptions {
+                tree_levels,
+                ..ElasticOptions::new(per_key * n as usize, table())
+            })
+        }
+        IndexKind::SeqTree => IndexBuilder::new(SeqTreeOptions {
+            tree_levels,
+            ..SeqTreeOptions::new(table())
+        }),
+        _ => IndexBuilder::new(kind),
+    };
+    let index = builder.key_len(KeyLen::Fixed(8)).build().expect("build");
     let mops = |start: Instant, ops: usize| ops as f64 / start.elapsed().as_secs_f64() / 1e6;
     let start = Instant::now();
     for (tid, key) in keys.iter().enumerate() {
@@ -48,7 +57,7 @@ fn main() {
     // Let a hybrid index's background merge finish, as a steady state would.
     index.quiesce().expect("background work");
     let load = mops(start, keys.len());
-    if let Some(stats) = index.hybrid_stats() {
+    if let Some(stats) = index.stats_as::<HybridStats>() {
         eprintln!(
             "hybrid after the load: {} merges, static {} pairs, dynamic {} entries",
             stats.merges, stats.static_len, stats.dynamic_len

@@ -53,18 +53,24 @@
 //!
 //! A bound too small to hold even an empty index is refused at build time.
 
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use crate::index::Error;
+use crate::table::KeySource;
+use crate::{ElasticIndex, Error, Index, IndexKind, IndexOptions, KindOptions, KindStats};
 
 /// The smallest bound an elastic index accepts: room for the index object, a root leaf and
 /// a few nodes.
 pub const MIN_BUDGET: usize = 4 * 1024;
 
-/// Options of the elasticity algorithm, with the paper's defaults.
-#[derive(Debug, Clone, PartialEq)]
+/// The `elastic` kind's options: where it loads keys from, and the elasticity algorithm's
+/// settings with the paper's defaults.
+#[derive(Clone)]
 pub struct ElasticOptions {
+    /// The table the index indexes: it must return, for every tid in the index, the key the
+    /// tid was inserted with, for as long as the pair is indexed.
+    pub key_source: Arc<dyn KeySource>,
     /// The soft size bound in bytes.
     pub budget: usize,
     /// Fraction of the bound at which shrinking starts (default 0.90).
@@ -80,8 +86,7 @@ pub struct ElasticOptions {
     /// The largest SeqTree capacity reached by doubling; default four times the start (the
     /// paper: 32 -> 128).
     pub compact_max: Option<usize>,
-    /// BlindiTree levels (at most 8; checked with the builder's other options); default grows
-    /// with the capacity so that a search falls off the
+    /// BlindiTree levels (at most 8); default grows with the capacity so that a search falls off the
     /// tree into about 32 entries (2 levels for the paper's 128-key leaves).
     pub tree_levels: Option<u8>,
     /// Breathing slack: spare tid slots per SeqTree leaf (default 4).
@@ -92,9 +97,10 @@ pub struct ElasticOptions {
 }
 
 impl ElasticOptions {
-    /// The paper's defaults for a bound of `budget` bytes.
-    pub fn new(budget: usize) -> Self {
+    /// The paper's defaults for a bound of `budget` bytes, loading keys from `key_source`.
+    pub fn new(budget: usize, key_source: Arc<dyn KeySource>) -> Self {
         Self {
+            key_source,
             budget,
             shrink_at: 0.90,
             expand_below: 0.84,
@@ -156,6 +162,74 @@ impl ElasticOptions {
     }
 }
 
+impl fmt::Debug for ElasticOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ElasticOptions")
+            .field("budget", &self.budget)
+            .field("shrink_at", &self.shrink_at)
+            .field("expand_below", &self.expand_below)
+            .field("sweep_at", &self.sweep_at)
+            .field("compact_start", &self.compact_start)
+            .field("compact_max", &self.compact_max)
+            .field("tree_levels", &self.tree_levels)
+            .field("breathing", &self.breathing)
+            .field("expand_one_in", &self.expand_one_in)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KindOptions for ElasticOptions {
+    fn kind(&self) -> IndexKind {
+        IndexKind::Elastic
+    }
+
+    fn build(&self, options: &IndexOptions) -> Result<Box<dyn Index>, Error> {
+        Ok(Box::new(ElasticIndex::elastic(options, self)?))
+    }
+}
+
+/// The `seqtree` kind's options: every leaf a SeqTree leaf (of `leaf_capacity` entries,
+/// default 128), keys loaded from the table.
+#[derive(Clone)]
+pub struct SeqTreeOptions {
+    /// The table the index indexes (see [`ElasticOptions::key_source`]).
+    pub key_source: Arc<dyn KeySource>,
+    /// BlindiTree levels (at most 8); default grows with the capacity (2 at 128 keys).
+    pub tree_levels: Option<u8>,
+    /// Breathing slack: spare tid slots per SeqTree leaf (default 4).
+    pub breathing: usize,
+}
+
+impl SeqTreeOptions {
+    /// The defaults, loading keys from `key_source`.
+    pub fn new(key_source: Arc<dyn KeySource>) -> Self {
+        Self {
+            key_source,
+            tree_levels: None,
+            breathing: 4,
+        }
+    }
+}
+
+impl fmt::Debug for SeqTreeOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SeqTreeOptions")
+            .field("tree_levels", &self.tree_levels)
+            .field("breathing", &self.breathing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KindOptions for SeqTreeOptions {
+    fn kind(&self) -> IndexKind {
+        IndexKind::SeqTree
+    }
+
+    fn build(&self, options: &IndexOptions) -> Result<Box<dyn Index>, Error> {
+        Ok(Box::new(ElasticIndex::seqtree(options, self)?))
+    }
+}
+
 /// BlindiTree levels for SeqTree leaves of up to `capacity` entries: enough that a search
 /// falls off the tree into about 32 entries (2 levels at 128, the paper's default).
 pub fn default_levels(capacity: usize) -> u8 {
@@ -190,6 +264,8 @@ pub struct ElasticStats {
     /// bound cannot be kept).
     pub over_budget: bool,
 }
+
+impl KindStats for ElasticStats {}
 
 /// The shared state of the elasticity algorithm of one index.
 #[derive(Debug)]
@@ -466,9 +542,14 @@ impl<K> SweepCursor<K> {
 mod tests {
     use super::*;
 
+    /// Options for a bound of `budget` bytes; these tests never load a key.
+    fn options(budget: usize) -> ElasticOptions {
+        ElasticOptions::new(budget, Arc::new(Vec::<Vec<u8>>::new()))
+    }
+
     #[test]
     fn hysteresis() {
-        let options = ElasticOptions::new(1_000_000);
+        let options = options(1_000_000);
         let policy = ElasticPolicy::new(&options, 128);
         assert_eq!(policy.observe(800_000), ElasticState::Expanding);
         assert_eq!(policy.observe(900_000), ElasticState::Shrinking);
@@ -480,15 +561,15 @@ mod tests {
 
     #[test]
     fn options_are_validated() {
-        assert!(ElasticOptions::new(1000).validate(128).is_err());
-        let mut o = ElasticOptions::new(1 << 20);
+        assert!(options(1000).validate(128).is_err());
+        let mut o = options(1 << 20);
         assert!(o.validate(128).is_ok());
         o.expand_below = 0.95;
         assert!(o.validate(128).is_err());
-        let mut o = ElasticOptions::new(1 << 20);
+        let mut o = options(1 << 20);
         o.compact_start = Some(64);
         assert!(o.validate(128).is_err());
-        let mut o = ElasticOptions::new(1 << 20);
+        let mut o = options(1 << 20);
         o.sweep_at = 0.80;
         assert!(o.validate(128).is_err());
         o.sweep_at = 1.01;
@@ -497,7 +578,7 @@ mod tests {
 
     #[test]
     fn the_sweep_runs_only_when_shrinking_above_its_threshold() {
-        let options = ElasticOptions::new(1_000_000);
+        let options = options(1_000_000);
         let policy = ElasticPolicy::new(&options, 128);
         // Expanding (the initial state): never, whatever the size.
         assert_eq!(policy.sweep_quota(2_000_000, 1024), 0);
@@ -561,7 +642,7 @@ mod tests {
 
     #[test]
     fn expansion_rolls_at_the_configured_rate() {
-        let mut options = ElasticOptions::new(1 << 20);
+        let mut options = options(1 << 20);
         options.expand_one_in = 8;
         let policy = ElasticPolicy::new(&options, 128);
         let hits = (0..80_000).filter(|_| policy.roll_expansion()).count();

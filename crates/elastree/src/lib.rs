@@ -2,7 +2,8 @@
 //!
 //! An index maps byte-string keys, ordered lexicographically, to tuple ids (`u64`).
 //! Every index kind implements the [`Index`] trait, so a program can choose the kind at
-//! run time and use it as a `Box<dyn Index>`; [`IndexBuilder`] builds one.
+//! run time and use it as a `Box<dyn Index>`; [`IndexBuilder`] builds one from the options
+//! every kind shares ([`IndexOptions`]) and the kind's own ([`KindOptions`]).
 //!
 //! ```
 //! use elastree::{IndexBuilder, IndexKind, Direction};
@@ -47,10 +48,17 @@ pub mod sync;
 pub mod table;
 
 mod counter;
+mod error;
 mod index;
+mod kind;
+mod options;
+mod stats;
 
-pub use index::{
-    check_key, BTreeIndex, Direction, ElasticIndex, Error, HybridIndex, Index, IndexBuilder,
-    IndexKind, KeyLen, DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT,
-};
+pub use elastic::{ElasticOptions, SeqTreeOptions};
+pub use error::{Error, ExternalError};
+pub use hybrid::HybridOptions;
+pub use index::{check_key, BTreeIndex, Direction, ElasticIndex, HybridIndex, Index, KeyLen};
+pub use kind::{IndexKind, KindOptions};
 pub use mem::MemoryUsage;
+pub use options::{IndexBuilder, IndexOptions, DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT};
+pub use stats::KindStats;

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use elastree::elastic::ElasticOptions;
+use elastree::elastic::{ElasticOptions, ElasticStats, SeqTreeOptions};
 use elastree::table::KeySource;
-use elastree::{ElasticIndex, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree::{ElasticIndex, Error, Index, IndexBuilder, IndexKind, IndexOptions, KeyLen};
 use elastree_testkit::model::{builder, scaled, settled_memory, Registry};
 use elastree_testkit::time_limit;
 use rand::rngs::StdRng;
@@ -35,15 +35,17 @@ fn assert_within_budget(index: &dyn Index, budget: usize, what: &str) {
     );
 }
 
-fn elastic(keys: &Arc<Vec<Vec<u8>>>, options: ElasticOptions) -> ElasticIndex {
-    let source: Arc<dyn KeySource> = keys.clone();
-    ElasticIndex::new(
-        &IndexBuilder::new(IndexKind::Elastic)
-            .key_len(KeyLen::Fixed(8))
-            .key_source(source)
-            .elastic_options(options),
-    )
-    .unwrap()
+fn elastic(options: ElasticOptions) -> ElasticIndex {
+    let shared = IndexOptions {
+        key_len: KeyLen::Fixed(8),
+        ..IndexOptions::default()
+    };
+    ElasticIndex::elastic(&shared, &options).unwrap()
+}
+
+/// The paper's elastic settings for a bound of `budget` bytes over `keys`.
+fn options(keys: &Arc<Vec<Vec<u8>>>, budget: usize) -> ElasticOptions {
+    ElasticOptions::new(budget, keys.clone())
 }
 
 #[test]
@@ -54,7 +56,7 @@ fn grows_within_its_budget_and_expands_back() {
     // A plain B+-tree needs about 23.6 bytes per random 8-byte key: the budget is what it
     // needs for half the keys (the paper's Figure 5 setting), so the index must hold 2x.
     let budget = (n * 12).max(64 * 1024);
-    let index = elastic(&keys, ElasticOptions::new(budget));
+    let index = elastic(options(&keys, budget));
     for &tid in &order {
         index.insert(&keys[tid as usize], tid).unwrap();
     }
@@ -99,10 +101,8 @@ fn seqtree_is_compact() {
     let _limit = time_limit();
     let n = scaled(200_000) as usize;
     let (keys, order) = table(n, 2);
-    let source: Arc<dyn KeySource> = keys.clone();
-    let index = IndexBuilder::new(IndexKind::SeqTree)
+    let index = IndexBuilder::new(SeqTreeOptions::new(keys.clone()))
         .key_len(KeyLen::Fixed(8))
-        .key_source(source)
         .build()
         .unwrap();
     for &tid in &order {
@@ -118,26 +118,24 @@ fn seqtree_is_compact() {
 fn impossible_configurations_are_typed_errors() {
     let _limit = time_limit();
     let registry = Registry::new();
+    // The bare kinds have no key source (and the elastic kind no budget): their options
+    // types are the only way to give them one.
     let missing_source = IndexBuilder::new(IndexKind::SeqTree).build();
-    assert!(matches!(missing_source, Err(Error::InvalidConfig(_))));
-    let source: Arc<dyn KeySource> = registry.clone();
-    let missing_budget = IndexBuilder::new(IndexKind::Elastic)
-        .key_source(source.clone())
-        .build();
+    assert!(matches!(missing_source, Err(Error::InvalidConfig(m)) if m.contains("SeqTreeOptions")));
+    let missing_budget = IndexBuilder::new(IndexKind::Elastic).build();
     assert!(matches!(missing_budget, Err(Error::InvalidConfig(m)) if m.contains("budget")));
+    let source: Arc<dyn KeySource> = registry.clone();
     let tiny_budget = builder(IndexKind::Elastic, &registry, 100).build();
     assert!(matches!(tiny_budget, Err(Error::InvalidConfig(m)) if m.contains("budget")));
-    let mut bad = ElasticOptions::new(1 << 20);
+    let mut bad = ElasticOptions::new(1 << 20, source.clone());
     bad.shrink_at = 0.5;
-    let thresholds = IndexBuilder::new(IndexKind::Elastic)
-        .key_source(source.clone())
-        .elastic_options(bad)
-        .build();
+    let thresholds = IndexBuilder::new(bad).build();
     assert!(matches!(thresholds, Err(Error::InvalidConfig(_))));
-    let budget_on_btree = IndexBuilder::new(IndexKind::BTree).budget(1 << 20).build();
-    assert!(matches!(budget_on_btree, Err(Error::InvalidConfig(_))));
-    let long_keys = IndexBuilder::new(IndexKind::SeqTree)
-        .key_source(source)
+    let mut deep = SeqTreeOptions::new(source.clone());
+    deep.tree_levels = Some(9);
+    let levels = IndexBuilder::new(deep).build();
+    assert!(matches!(levels, Err(Error::InvalidConfig(m)) if m.contains("levels")));
+    let long_keys = IndexBuilder::new(SeqTreeOptions::new(source))
         .max_key_len(20_000)
         .build();
     assert!(matches!(long_keys, Err(Error::InvalidConfig(_))));
@@ -148,7 +146,7 @@ fn a_budget_below_the_inner_nodes_degrades_to_all_compact() {
     let _limit = time_limit();
     let n = scaled(50_000) as usize;
     let (keys, order) = table(n, 3);
-    let index = elastic(&keys, ElasticOptions::new(elastree::elastic::MIN_BUDGET));
+    let index = elastic(options(&keys, elastree::elastic::MIN_BUDGET));
     for &tid in &order {
         index.insert(&keys[tid as usize], tid).unwrap();
     }
@@ -170,7 +168,7 @@ fn ordered_inserts_keep_the_budget() {
     // A B+-tree needs about 16.5 bytes per sequential 8-byte key and SeqTree leaves about
     // 10: the budget is well under the first, comfortably over the second.
     let budget = (n * 12).max(64 * 1024);
-    let index = elastic(&keys, ElasticOptions::new(budget));
+    let index = elastic(options(&keys, budget));
     for tid in 0..n as u64 {
         index.insert(&keys[tid as usize], tid).unwrap();
     }
@@ -233,17 +231,15 @@ fn ordered_variable_keys_keep_the_budget() {
     // Half of what the B+-tree holds.
     let budget = (plain.memory().total() / 2).max(64 * 1024);
     drop(plain);
-    let index = IndexBuilder::new(IndexKind::Elastic)
+    let index = IndexBuilder::new(ElasticOptions::new(budget, source))
         .key_len(KeyLen::Variable)
-        .key_source(source)
-        .budget(budget)
         .build()
         .unwrap();
     for (tid, key) in keys.iter().enumerate() {
         index.insert(key, tid as u64).unwrap();
     }
     index.check().unwrap();
-    let stats = index.elastic_stats().unwrap();
+    let stats = index.stats_as::<ElasticStats>().unwrap();
     assert!(stats.sweeps > 0, "{stats:?}");
     assert_within_budget(&*index, budget, &format!("{n} keys, {stats:?}"));
     for (tid, key) in keys.iter().enumerate().step_by(5) {

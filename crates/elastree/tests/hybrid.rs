@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::thread;
 
-use elastree::hybrid::{HybridIndex, HybridOptions, MergeMode, MergeStrategy, MergeTrigger};
-use elastree::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree::hybrid::{
+    HybridIndex, HybridOptions, HybridStats, MergeMode, MergeStrategy, MergeTrigger,
+};
+use elastree::{Direction, Error, Index, IndexBuilder, IndexKind, IndexOptions, KeyLen};
 use elastree_testkit::model::{
-    all_pairs, assert_same_pairs, frequent_merges, run_model_merging, scaled, tiny, Built, Keys,
-    Registry,
+    all_pairs, assert_same_pairs, frequent_merges, hybrid_options, run_model_merging, scaled, tiny,
+    Built, Keys, Registry,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -34,8 +36,9 @@ fn model_with(kind: IndexKind, options: HybridOptions, seed: u64) {
     for unique in [true, false] {
         for (i, &keys) in KEY_SETS.iter().enumerate() {
             let registry = Registry::new();
-            let builder = tiny(kind, &registry, unique, keys, 40).hybrid_options(options.clone());
-            let built = Built::new(kind, &builder);
+            let builder = tiny(kind, &registry, unique, keys, 40)
+                .with_kind(hybrid_options(kind, options.clone()));
+            let built = Built::new(&builder);
             let seed = seed + i as u64;
             let forced =
                 run_model_merging(&built, &registry, keys, 12_000, seed, 199, FORCED_MERGES);
@@ -104,12 +107,7 @@ fn merge_cold_carries_hot_entries() {
         trigger: MergeTrigger::Constant(1 << 30),
         ..HybridOptions::default()
     };
-    let index = HybridIndex::new(
-        &IndexBuilder::new(IndexKind::Hybrid)
-            .key_len(KeyLen::Fixed(8))
-            .hybrid_options(options),
-    )
-    .unwrap();
+    let index = HybridIndex::new(&fixed8(), &options).unwrap();
     for k in 0u64..1000 {
         index.insert(&k.to_be_bytes(), k).unwrap();
     }
@@ -142,12 +140,7 @@ fn ratio_trigger_keeps_the_dynamic_stage_small() {
             mode,
             ..HybridOptions::default()
         };
-        let index = HybridIndex::new(
-            &IndexBuilder::new(IndexKind::Hybrid)
-                .key_len(KeyLen::Fixed(8))
-                .hybrid_options(options.clone()),
-        )
-        .unwrap();
+        let index = HybridIndex::new(&fixed8(), &options.clone()).unwrap();
         let n = scaled(200_000);
         let mut rng = StdRng::seed_from_u64(5);
         for tid in 0..n {
@@ -209,12 +202,7 @@ fn operations_race_with_background_merges() {
         publish_every: 1,
         ..HybridOptions::default()
     };
-    let index = HybridIndex::new(
-        &IndexBuilder::new(IndexKind::Hybrid)
-            .key_len(KeyLen::Fixed(8))
-            .hybrid_options(options),
-    )
-    .unwrap();
+    let index = HybridIndex::new(&fixed8(), &options).unwrap();
     let stable: Vec<u64> = (0..scaled(20_000)).map(|k| k * 4).collect();
     for &k in &stable {
         index.insert(&k.to_be_bytes(), k).unwrap();
@@ -314,12 +302,7 @@ fn operations_race_with_background_merges() {
 #[test]
 fn bad_options_and_reserved_tid_are_typed_errors() {
     let _limit = time_limit();
-    let build = |options: HybridOptions| {
-        IndexBuilder::new(IndexKind::Hybrid)
-            .hybrid_options(options)
-            .build()
-            .err()
-    };
+    let build = |options: HybridOptions| IndexBuilder::new(options).build().err();
     for options in [
         HybridOptions {
             trigger: MergeTrigger::Ratio(0.0),
@@ -386,16 +369,11 @@ fn bounds_of_any_length_match_the_btree() {
     let _limit = time_limit();
     for unique in [true, false] {
         for len in [4usize, 8, 16] {
-            let build = |kind| {
-                Built::new(
-                    kind,
-                    &IndexBuilder::new(kind)
-                        .unique(unique)
-                        .key_len(KeyLen::Fixed(len))
-                        .hybrid_options(frequent_merges()),
-                )
+            let build = |builder: IndexBuilder| {
+                Built::new(&builder.unique(unique).key_len(KeyLen::Fixed(len)))
             };
-            let (built, btree) = (build(IndexKind::Hybrid), build(IndexKind::BTree));
+            let built = build(IndexBuilder::new(frequent_merges()));
+            let btree = build(IndexBuilder::new(IndexKind::BTree));
             let (hybrid, btree) = (built.index(), btree.index());
             let mut rng = StdRng::seed_from_u64(len as u64);
             let alphabet = [0u8, 1, b'a', b'b', 0xff];
@@ -457,7 +435,7 @@ fn bounds_of_any_length_match_the_btree() {
                 }
             }
             hybrid.quiesce().unwrap();
-            let merges = hybrid.hybrid_stats().unwrap().merges;
+            let merges = hybrid.stats_as::<HybridStats>().unwrap().merges;
             assert!(
                 merges > 3,
                 "unique {unique} len {len}: {merges} merges, 3 forced (the trigger fired none)"
@@ -474,15 +452,14 @@ fn blocking_scan_visitor_may_call_the_index() {
         mode: MergeMode::Blocking,
         ..frequent_merges()
     };
-    let index = IndexBuilder::new(IndexKind::Hybrid)
+    let index = IndexBuilder::new(options)
         .key_len(KeyLen::Fixed(8))
-        .hybrid_options(options)
         .build()
         .unwrap();
     for k in 0u64..5000 {
         index.insert(&(k * 2).to_be_bytes(), k).unwrap();
     }
-    let merges_before = index.hybrid_stats().unwrap().merges;
+    let merges_before = index.stats_as::<HybridStats>().unwrap().merges;
     let mut seen = 0;
     index
         .scan(
@@ -498,7 +475,7 @@ fn blocking_scan_visitor_may_call_the_index() {
         )
         .unwrap();
     assert!(seen >= 5000);
-    assert!(index.hybrid_stats().unwrap().merges > merges_before);
+    assert!(index.stats_as::<HybridStats>().unwrap().merges > merges_before);
     assert_eq!(index.len(), 10_000);
     index.check().unwrap();
 }
@@ -524,10 +501,7 @@ fn extreme_trigger_options_neither_panic_nor_overflow() {
             ..HybridOptions::default()
         },
     ] {
-        let index = IndexBuilder::new(IndexKind::Hybrid)
-            .hybrid_options(options)
-            .build()
-            .unwrap();
+        let index = IndexBuilder::new(options).build().unwrap();
         for k in 0u64..100 {
             index.insert(&k.to_be_bytes(), k).unwrap();
         }
@@ -538,9 +512,14 @@ fn extreme_trigger_options_neither_panic_nor_overflow() {
         trigger: MergeTrigger::Ratio(1e-30),
         ..HybridOptions::default()
     };
-    let err = IndexBuilder::new(IndexKind::Hybrid)
-        .hybrid_options(tiny)
-        .build()
-        .err();
+    let err = IndexBuilder::new(tiny).build().err();
     assert!(matches!(err, Some(Error::InvalidConfig(_))));
+}
+
+/// The shared options of a unique index over 8-byte keys.
+fn fixed8() -> IndexOptions {
+    IndexOptions {
+        key_len: KeyLen::Fixed(8),
+        ..IndexOptions::default()
+    }
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use elastree::table::KeySource;
-use elastree::{Index, IndexBuilder, IndexKind, KeyLen};
+use elastree::{ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
 mod counting;
 
@@ -54,14 +54,12 @@ fn check_kind(
             .map(|i| key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
             .collect(),
     );
-    let mut builder = options(IndexBuilder::new(kind));
-    if kind.needs_key_source() {
-        builder = builder.key_source(keys.clone() as Arc<dyn KeySource>);
-    }
-    if kind == IndexKind::Elastic {
-        builder = builder.budget(12 * n as usize);
-    }
-    let builder = builder;
+    let source = keys.clone() as Arc<dyn KeySource>;
+    let builder = options(match kind {
+        IndexKind::Elastic => IndexBuilder::new(ElasticOptions::new(12 * n as usize, source)),
+        IndexKind::SeqTree => IndexBuilder::new(SeqTreeOptions::new(source)),
+        _ => IndexBuilder::new(kind),
+    });
     let baseline = allocated();
 
     let index: Box<dyn Index> = builder.build().unwrap();

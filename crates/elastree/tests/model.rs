@@ -2,6 +2,7 @@
 //! unique and non-unique, over fixed 8- and 16-byte keys and variable-length keys, with tiny
 //! nodes (constant splits and merges) and with the default node sizes.
 
+use elastree::elastic::ElasticStats;
 use elastree::{IndexBuilder, IndexKind};
 use elastree_testkit::model::{builder, run_model_merging, tiny, Built, Keys, Registry};
 use elastree_testkit::time_limit;
@@ -26,7 +27,7 @@ const FORCED_MERGES: u64 = 5;
 /// trigger started (counts the schedule cannot change; background merges race the
 /// operations in between).
 fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: Run) {
-    let built = Built::new(kind, &builder);
+    let built = Built::new(&builder);
     let forced = run_model_merging(
         &built,
         registry,
@@ -40,7 +41,7 @@ fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: 
         return;
     }
     let index = built.index();
-    if let Some(stats) = index.elastic_stats() {
+    if let Some(stats) = index.stats_as::<ElasticStats>() {
         assert!(
             stats.compactions > 0 && stats.expansions > 0,
             "the elastic tree did not convert both ways ({:?}, seed {}): {stats:?}",

@@ -540,7 +540,7 @@ fn static_kind_matches_btree() {
         let tree = builder(IndexKind::BTree)
             .build_sorted(&mut model.iter().cloned())
             .unwrap();
-        assert_eq!(stat.kind(), IndexKind::Static);
+        assert_eq!(stat.kind(), IndexKind::Static.name());
         assert_eq!(stat.len(), tree.len());
         stat.check().unwrap();
         assert!(stat.memory().total() > 0);

@@ -10,9 +10,11 @@ use std::ops::Bound;
 use std::sync::Barrier;
 use std::thread;
 
+use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
-    all_pairs_by, assert_same_pairs, builder, scaled, settled_memory, Built, Registry,
+    all_pairs_by, assert_same_pairs, builder, builder_levels, scaled, settled_memory, Built,
+    Registry,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -252,17 +254,19 @@ fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
             if tiny { "tiny" } else { "default" }
         );
         let registry = Registry::new();
-        let b = builder(kind, &registry, STRESS_BUDGET)
+        // Two BlindiTree levels even in 4-key SeqTree leaves, so searches use the tree.
+        let levels = tiny.then_some(2);
+        let b = builder_levels(kind, &registry, STRESS_BUDGET, levels)
             .unique(unique)
             .key_len(key_len);
         let b = if tiny {
-            b.leaf_capacity(4).inner_capacity(4).tree_levels(2)
+            b.leaf_capacity(4).inner_capacity(4)
         } else {
             b
         };
-        let built = Built::new(kind, &b);
+        let built = Built::new(&b);
         stress(&built, &registry, enc, seed, &what);
-        if let Some(stats) = built.index().elastic_stats() {
+        if let Some(stats) = built.index().stats_as::<ElasticStats>() {
             // The race ran through conversions, not around them.
             assert!(
                 stats.compactions > 0 && stats.expansions + stats.grows > 0,
@@ -399,7 +403,7 @@ fn elastic_ordered_writers_sweep_under_the_budget() {
             "get of key {k}"
         );
     }
-    let stats = index.elastic_stats().unwrap();
+    let stats = index.stats_as::<ElasticStats>().unwrap();
     assert!(stats.sweeps > 0, "{stats:?}");
     let held = settled_memory(index, (budget as f64 * 1.05) as usize);
     assert!(

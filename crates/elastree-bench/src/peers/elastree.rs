@@ -4,9 +4,10 @@ use std::ops::Bound;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use elastree::elastic::ElasticStats;
-use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
-use elastree_dist::DistStats;
+use elastree::{
+    Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats, SeqTreeOptions,
+};
+use elastree_dist::DistKind;
 
 use super::{reads_only, width_check, BenchIndex};
 use crate::cluster::{ClusterIndex, Owned};
@@ -71,7 +72,7 @@ pub fn parse_bytes(text: &str) -> Result<usize, String> {
 }
 
 /// Options of the SeqTree leaves of elastree's elastic and seqtree kinds; `None` leaves the
-/// library's default (see [`IndexBuilder::tree_levels`] and [`IndexBuilder::breathing`]).
+/// library's default (see [`SeqTreeOptions::tree_levels`] and [`SeqTreeOptions::breathing`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SeqTreeTuning {
     /// BlindiTree levels of every SeqTree leaf.
@@ -100,10 +101,12 @@ impl SeqTreeTuning {
 /// bytes.
 pub struct Elastree {
     index: Held,
-    kind: IndexKind,
+    /// The kind's name.
+    name: &'static str,
     width: KeyWidth,
-    /// The options the index was built with (the `static` kind is rebuilt by its bulk load).
-    builder: IndexBuilder,
+    /// The options the index was built with (`None` on a cluster); the `static` kind is
+    /// rebuilt by its bulk load.
+    builder: Option<IndexBuilder>,
 }
 
 /// The index an [`Elastree`] adapter drives.
@@ -117,12 +120,12 @@ enum Held {
 impl Elastree {
     /// Drives the distributed index of `client` (of distributed `kind`) for the keys of
     /// `keys`; the index is deleted from the cluster when the adapter is dropped.
-    pub fn on_cluster(kind: IndexKind, keys: &KeySet, client: Box<dyn ClusterIndex>) -> Self {
+    pub fn on_cluster(kind: DistKind, keys: &KeySet, client: Box<dyn ClusterIndex>) -> Self {
         Self {
             index: Held::Cluster(Owned::new(client)),
-            kind,
+            name: kind.name(),
             width: keys.width(),
-            builder: IndexBuilder::new(kind),
+            builder: None,
         }
     }
 
@@ -156,33 +159,37 @@ impl Elastree {
             KeyWidth::Fixed16 => KeyLen::Fixed(16),
             KeyWidth::Variable => KeyLen::Variable,
         };
-        let mut builder = IndexBuilder::new(kind).key_len(key_len);
-        if kind.needs_key_source() {
-            builder = builder.key_source(Arc::new(keys.clone()));
-        }
-        if kind == IndexKind::Elastic {
-            builder = builder.budget(budget.bytes(keys.len()));
-        }
-        if tuning != SeqTreeTuning::default() && kind == IndexKind::BTree {
-            return Err(format!(
-                "elastree {kind} has no SeqTree leaves to tune ({})",
-                tuning.label()
-            ));
-        }
-        if let Some(levels) = tuning.tree_levels {
-            builder = builder.tree_levels(levels);
-        }
-        if let Some(slots) = tuning.breathing {
-            builder = builder.breathing(slots);
-        }
+        let table = || Arc::new(keys.clone());
+        let builder = match kind {
+            IndexKind::Elastic => {
+                let mut options = ElasticOptions::new(budget.bytes(keys.len()), table());
+                options.tree_levels = tuning.tree_levels;
+                options.breathing = tuning.breathing.unwrap_or(options.breathing);
+                IndexBuilder::new(options)
+            }
+            IndexKind::SeqTree => {
+                let mut options = SeqTreeOptions::new(table());
+                options.tree_levels = tuning.tree_levels;
+                options.breathing = tuning.breathing.unwrap_or(options.breathing);
+                IndexBuilder::new(options)
+            }
+            _ if tuning != SeqTreeTuning::default() => {
+                return Err(format!(
+                    "elastree {kind} has no SeqTree leaves to tune ({})",
+                    tuning.label()
+                ))
+            }
+            _ => IndexBuilder::new(kind),
+        };
+        let builder = builder.key_len(key_len);
         let index = builder
             .build()
             .map_err(|e| format!("building elastree {kind}: {e}"))?;
         Ok(Self {
             index: Held::Local(index),
-            kind,
+            name: kind.name(),
             width,
-            builder,
+            builder: Some(builder),
         })
     }
 
@@ -220,7 +227,7 @@ impl Elastree {
 
 impl BenchIndex for Elastree {
     fn name(&self) -> &str {
-        self.kind.name()
+        self.name
     }
 
     fn concurrent(&self) -> bool {
@@ -232,7 +239,7 @@ impl BenchIndex for Elastree {
     }
 
     fn supports_workload(&self, workload: Workload) -> Result<(), String> {
-        if self.kind.is_writable() {
+        if !self.loads_in_bulk() {
             return Ok(());
         }
         reads_only(
@@ -242,18 +249,23 @@ impl BenchIndex for Elastree {
     }
 
     fn loads_in_bulk(&self) -> bool {
-        !self.kind.is_writable()
+        self.builder
+            .as_ref()
+            .is_some_and(|b| !b.kind().is_writable())
     }
 
     fn bulk_load(&mut self, keys: &KeySet) -> Result<(), String> {
+        let Some(builder) = &self.builder else {
+            return Err(format!("{} does not load in bulk", self.name));
+        };
         let mut pairs = keys.sorted_order().into_iter().map(|i| {
             let key = Self::with_bytes(keys.key(i as usize), <[u8]>::to_vec);
             (key, u64::from(i))
         });
         self.index = Held::Local(
-            self.builder
+            builder
                 .build_sorted(&mut pairs)
-                .map_err(|e| format!("bulk-loading elastree {}: {e}", self.kind))?,
+                .map_err(|e| format!("bulk-loading elastree {}: {e}", self.name))?,
         );
         Ok(())
     }
@@ -261,7 +273,7 @@ impl BenchIndex for Elastree {
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {
         if let Err(e) = Self::with_bytes(key, |k| self.index().insert(k, value)) {
-            panic!("elastree {} insert failed: {e}", self.kind);
+            panic!("elastree {} insert failed: {e}", self.name);
         }
     }
 
@@ -271,7 +283,7 @@ impl BenchIndex for Elastree {
             return None;
         }
         Self::with_bytes(key, |k| self.index().get(k))
-            .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.kind))
+            .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.name))
     }
 
     #[inline]
@@ -286,7 +298,7 @@ impl BenchIndex for Elastree {
                 &mut |key, tid| visit(Self::decode(width, key), tid),
             )
         })
-        .unwrap_or_else(|e| panic!("elastree {} scan failed: {e}", self.kind))
+        .unwrap_or_else(|e| panic!("elastree {} scan failed: {e}", self.name))
     }
 
     #[inline]
@@ -301,7 +313,7 @@ impl BenchIndex for Elastree {
                 &mut |key, tid| visit(Self::decode(width, key), tid),
             )
         })
-        .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.kind))
+        .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.name))
     }
 
     #[inline]
@@ -310,7 +322,7 @@ impl BenchIndex for Elastree {
             return false;
         }
         Self::with_bytes(key, |k| self.index().remove(k))
-            .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.kind))
+            .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.name))
             .is_some()
     }
 
@@ -322,18 +334,11 @@ impl BenchIndex for Elastree {
 
     fn quiesce(&self) {
         if let Err(e) = self.index().quiesce() {
-            panic!("elastree {} background work failed: {e}", self.kind);
+            panic!("elastree {} background work failed: {e}", self.name);
         }
     }
 
-    fn elastic_stats(&self) -> Option<ElasticStats> {
-        self.index().elastic_stats()
-    }
-
-    fn dist_stats(&self) -> Option<DistStats> {
-        match &self.index {
-            Held::Local(_) => None,
-            Held::Cluster(owned) => Some(owned.client().stats()),
-        }
+    fn stats(&self) -> Option<Box<dyn KindStats>> {
+        self.index().stats()
     }
 }

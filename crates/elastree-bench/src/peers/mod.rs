@@ -16,9 +16,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ::elastree::elastic::ElasticStats;
-use ::elastree::IndexKind;
-use elastree_dist::{DistOptions, DistStats};
+use std::any::Any;
+
+use ::elastree::{IndexKind, KindStats};
+use elastree_dist::{DistKind, DistOptions};
 
 use crate::cluster;
 use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
@@ -104,16 +105,21 @@ pub trait BenchIndex: Send + Sync {
     /// memory reading sees the index at rest.
     fn quiesce(&self) {}
 
-    /// What the elasticity algorithm did so far (compactions, grows, expansions), for
-    /// indexes with SeqTree leaves.
-    fn elastic_stats(&self) -> Option<ElasticStats> {
+    /// What the index's own algorithm did so far, for elastree's kinds that keep statistics
+    /// (the elastic tree's conversions, the hybrid index's merges, a distributed client's
+    /// round trips); [`BenchIndex::stats_as`] on a `dyn BenchIndex` gives them as their type.
+    fn stats(&self) -> Option<Box<dyn KindStats>> {
         None
     }
+}
 
-    /// The cumulative counters of a distributed index's client (round trips, masters
-    /// contacted, operations); `None` for every index that is not distributed.
-    fn dist_stats(&self) -> Option<DistStats> {
-        None
+impl dyn BenchIndex + '_ {
+    /// The index's statistics as `T` (for example `elastree_dist::DistStats`), or `None`
+    /// when it keeps none or keeps another type.
+    pub fn stats_as<T: KindStats + Clone>(&self) -> Option<T> {
+        let stats = self.stats()?;
+        let any: &dyn Any = &*stats;
+        any.downcast_ref::<T>().cloned()
     }
 }
 
@@ -162,11 +168,13 @@ impl Peer {
     }
 }
 
-/// What to measure: one of elastree's kinds or a peer.
+/// What to measure: one of elastree's kinds, a distributed one or a peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IndexSpec {
     /// An elastree index kind.
     Elastree(IndexKind),
+    /// A distributed index kind (`elastree-dist`), on a Redis Cluster.
+    Dist(DistKind),
     /// A peer index.
     Peer(Peer),
 }
@@ -185,6 +193,7 @@ impl IndexSpec {
     pub fn name(self) -> &'static str {
         match self {
             IndexSpec::Elastree(kind) => kind.name(),
+            IndexSpec::Dist(kind) => kind.name(),
             IndexSpec::Peer(peer) => peer.name(),
         }
     }
@@ -192,7 +201,7 @@ impl IndexSpec {
     /// Whether the index lives on a Redis Cluster (`dist`, `dist-baseline`): it is built by
     /// [`IndexSpec::build_on`] with a cluster address and is not in [`IndexSpec::all`].
     pub fn is_distributed(self) -> bool {
-        matches!(self, IndexSpec::Elastree(kind) if kind.is_distributed())
+        matches!(self, IndexSpec::Dist(_))
     }
 
     /// [`IndexSpec::build_tuned`], with the cluster (a seed address, "host:port") that the
@@ -206,7 +215,7 @@ impl IndexSpec {
         cluster: Option<&str>,
     ) -> Result<Box<dyn BenchIndex>, String> {
         match (self, cluster) {
-            (IndexSpec::Elastree(kind), Some(seed)) if kind.is_distributed() => {
+            (IndexSpec::Dist(kind), Some(seed)) => {
                 let client = cluster::connect(
                     kind,
                     seed,
@@ -236,7 +245,7 @@ impl IndexSpec {
     ) -> Result<Box<dyn BenchIndex>, String> {
         let width = keys.width();
         Ok(match (self, width) {
-            (IndexSpec::Elastree(kind), _) if kind.is_distributed() => {
+            (IndexSpec::Dist(kind), _) => {
                 return Err(format!(
                     "{kind} lives on a Redis Cluster: build it with a cluster address"
                 ))
@@ -275,11 +284,9 @@ impl FromStr for IndexSpec {
     /// `dist-baseline`).
     fn from_str(s: &str) -> Result<Self, String> {
         let known = || {
-            IndexSpec::all().into_iter().chain(
-                IndexKind::DISTRIBUTED
-                    .iter()
-                    .map(|&kind| IndexSpec::Elastree(kind)),
-            )
+            IndexSpec::all()
+                .into_iter()
+                .chain(DistKind::ALL.iter().map(|&kind| IndexSpec::Dist(kind)))
         };
         known().find(|spec| spec.name() == s).ok_or_else(|| {
             let names: Vec<_> = known().map(|spec| spec.name()).collect();

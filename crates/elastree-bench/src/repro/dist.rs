@@ -32,9 +32,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use elastree::IndexKind;
 use elastree_dist::baseline::BaselineIndex;
-use elastree_dist::{DistIndex, DistOptions, DistStats, RebalanceReport};
+use elastree_dist::{DistIndex, DistKind, DistOptions, DistStats, RebalanceReport};
 
 use super::document::{targets_table_of, write_csv, write_json_lines, Target};
 use super::plots::{draw_grouped_bars, Series};
@@ -56,7 +55,7 @@ pub const THREADS: &[usize] = &[1, 2];
 /// Threads of the untimed load (the client mostly waits for the network).
 pub const LOAD_THREADS: usize = 8;
 /// The distributed kinds, in report order.
-const KINDS: [IndexKind; 2] = [IndexKind::Dist, IndexKind::DistBaseline];
+const KINDS: [DistKind; 2] = [DistKind::Tree, DistKind::Baseline];
 /// Masters before and after the scale-out.
 const MASTERS: [usize; 2] = [3, 4];
 
@@ -202,7 +201,7 @@ fn measure(
             (t, per)
         })
         .collect();
-    let mut indexes: Vec<(IndexKind, String, Elastree)> = Vec::new();
+    let mut indexes: Vec<(DistKind, String, Elastree)> = Vec::new();
     let mut loads = Vec::new();
     for kind in KINDS {
         let name = cluster::fresh_name("dist-ycsb");
@@ -231,7 +230,7 @@ fn measure(
         }
         for (kind, name, index) in &indexes {
             match kind {
-                IndexKind::DistBaseline => shape.heights.push(
+                DistKind::Baseline => shape.heights.push(
                     BaselineIndex::connect(std::slice::from_ref(&seed), options(name))
                         .and_then(|b| b.height())
                         .map_err(|e| format!("reading the baseline's height: {e}"))?,
@@ -308,7 +307,7 @@ fn load(index: &Elastree, keys: &KeySet, count: usize) -> Result<(), String> {
 /// Runs one workload `ctx.repeat` times on `index` and makes its row.
 fn run_workload(
     ctx: &ExperimentContext<'_>,
-    kind: IndexKind,
+    kind: DistKind,
     index: &Elastree,
     keys: &KeySet,
     stream: &YcsbStream,
@@ -349,7 +348,7 @@ fn run_workload(
     let ok = note.is_none();
     let summary = Summary::of(&mops).filter(|_| ok);
     let per_op = cluster::per_op(stats).filter(|_| ok);
-    let baseline = kind == IndexKind::DistBaseline;
+    let baseline = kind == DistKind::Baseline;
     Row {
         experiment: "dist-ycsb",
         index: kind.name(),
@@ -377,7 +376,7 @@ fn run_workload(
 /// The row of `index` on `masters` masters at `threads` threads under `workload`.
 fn find(
     rows: &[Row],
-    index: IndexKind,
+    index: DistKind,
     masters: usize,
     threads: usize,
     workload: Ycsb,
@@ -404,8 +403,8 @@ fn round_trip_bound(rows: &[Row]) -> String {
     let bounds: Vec<String> = WRITE_SHARE
         .iter()
         .filter_map(|&(y, w)| {
-            let d = at(IndexKind::Dist, y)?.round_trips_per_op?;
-            let b = at(IndexKind::DistBaseline, y)?.round_trips_per_op?;
+            let d = at(DistKind::Tree, y)?.round_trips_per_op?;
+            let b = at(DistKind::Baseline, y)?.round_trips_per_op?;
             Some(format!(
                 "{y} {:.1}x ({b:.2} vs {d:.2} round trips per operation, w = {w})",
                 (b + w) / (d + w)
@@ -413,8 +412,8 @@ fn round_trip_bound(rows: &[Row]) -> String {
         })
         .collect();
     let call_cost = (|| {
-        let d = at(IndexKind::Dist, Ycsb::C)?;
-        let b = at(IndexKind::DistBaseline, Ycsb::C)?;
+        let d = at(DistKind::Tree, Ycsb::C)?;
+        let b = at(DistKind::Baseline, Ycsb::C)?;
         let (d_ops, b_ops) = (d.median()?, b.median()?);
         let b_rt = b.round_trips_per_op?;
         // Time per `dist` operation over time per baseline round trip.
@@ -438,7 +437,7 @@ fn round_trip_bound(rows: &[Row]) -> String {
 /// Round trips per operation of `index` over the point workloads (A, B, C, D, F) at every
 /// cluster size and thread count: the operations-weighted mean, and the per-cluster-size
 /// means.
-fn point_round_trips(rows: &[Row], index: IndexKind) -> (Option<f64>, Vec<(usize, f64)>) {
+fn point_round_trips(rows: &[Row], index: DistKind) -> (Option<f64>, Vec<(usize, f64)>) {
     let point = |r: &&Row| {
         r.index == index.name() && r.workload != Ycsb::E.name() && r.round_trips_per_op.is_some()
     };
@@ -521,8 +520,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     for &masters in &MASTERS {
         for &threads in THREADS {
             for &y in Ycsb::ALL {
-                let d = find(rows, IndexKind::Dist, masters, threads, y);
-                let b = find(rows, IndexKind::DistBaseline, masters, threads, y);
+                let d = find(rows, DistKind::Tree, masters, threads, y);
+                let b = find(rows, DistKind::Baseline, masters, threads, y);
                 let ratio = match (d.and_then(Row::median), b.and_then(Row::median)) {
                     (Some(d), Some(b)) if b > 0.0 => format!("{:.1}x", d / b),
                     _ => "-".to_string(),
@@ -590,8 +589,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     );
 
     // The targets of issue 6.
-    let (dist_rt, dist_rt_per) = point_round_trips(rows, IndexKind::Dist);
-    let (base_rt, base_rt_per) = point_round_trips(rows, IndexKind::DistBaseline);
+    let (dist_rt, dist_rt_per) = point_round_trips(rows, DistKind::Tree);
+    let (base_rt, base_rt_per) = point_round_trips(rows, DistKind::Baseline);
     let per = |v: &[(usize, f64)]| {
         v.iter()
             .map(|(m, rt)| format!("{rt:.3} on {m} masters"))
@@ -603,8 +602,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
         .iter()
         .flat_map(|&y| {
             MASTERS.iter().map(move |&masters| {
-                let d = find(rows, IndexKind::Dist, masters, 1, y).and_then(Row::median);
-                let b = find(rows, IndexKind::DistBaseline, masters, 1, y).and_then(Row::median);
+                let d = find(rows, DistKind::Tree, masters, 1, y).and_then(Row::median);
+                let b = find(rows, DistKind::Baseline, masters, 1, y).and_then(Row::median);
                 let ratio = d.zip(b).filter(|(_, b)| *b > 0.0).map(|(d, b)| d / b);
                 (format!("{y} on {masters} masters"), ratio)
             })
@@ -702,7 +701,7 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
         (Ycsb::F, "0.1 \\| 2"),
     ];
     for (y, theirs) in paper_sti {
-        let d = find(rows, IndexKind::Dist, 3, 1, y);
+        let d = find(rows, DistKind::Tree, 3, 1, y);
         let _ = writeln!(
             w,
             "| STI-BT vs `dist`, {y} | {theirs} | {} \\| {} |",
@@ -712,7 +711,7 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     }
     let (lo, hi) = Ycsb::ALL
         .iter()
-        .filter_map(|&y| find(rows, IndexKind::DistBaseline, 3, 1, y)?.round_trips_per_op)
+        .filter_map(|&y| find(rows, DistKind::Baseline, 3, 1, y)?.round_trips_per_op)
         .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
@@ -729,8 +728,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     let speedups: Vec<f64> = Ycsb::ALL
         .iter()
         .filter_map(|&y| {
-            let d = find(rows, IndexKind::Dist, 3, 1, y)?.mops_median?;
-            let b = find(rows, IndexKind::DistBaseline, 3, 1, y)?.mops_median?;
+            let d = find(rows, DistKind::Tree, 3, 1, y)?.mops_median?;
+            let b = find(rows, DistKind::Baseline, 3, 1, y)?.mops_median?;
             (b > 0.0).then(|| d / b)
         })
         .collect();
@@ -820,7 +819,7 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
 mod tests {
     use super::*;
 
-    fn row(index: IndexKind, masters: usize, workload: Ycsb, rt: f64, ops: usize) -> Row {
+    fn row(index: DistKind, masters: usize, workload: Ycsb, rt: f64, ops: usize) -> Row {
         Row {
             experiment: "dist-ycsb",
             index: index.name(),
@@ -848,20 +847,17 @@ mod tests {
     #[test]
     fn point_round_trips_weigh_by_operations_and_leave_out_scans() {
         let rows = vec![
-            row(IndexKind::Dist, 3, Ycsb::A, 1.0, 100),
-            row(IndexKind::Dist, 3, Ycsb::E, 9.0, 10),
-            row(IndexKind::Dist, 4, Ycsb::C, 1.3, 300),
-            row(IndexKind::DistBaseline, 3, Ycsb::A, 4.0, 100),
+            row(DistKind::Tree, 3, Ycsb::A, 1.0, 100),
+            row(DistKind::Tree, 3, Ycsb::E, 9.0, 10),
+            row(DistKind::Tree, 4, Ycsb::C, 1.3, 300),
+            row(DistKind::Baseline, 3, Ycsb::A, 4.0, 100),
         ];
-        let (all, per) = point_round_trips(&rows, IndexKind::Dist);
+        let (all, per) = point_round_trips(&rows, DistKind::Tree);
         assert!((all.unwrap() - (100.0 + 1.3 * 300.0) / 400.0).abs() < 1e-9);
         assert_eq!(per, vec![(3, 1.0), (4, 1.3)]);
-        assert_eq!(
-            point_round_trips(&rows, IndexKind::DistBaseline).0,
-            Some(4.0)
-        );
-        assert!(find(&rows, IndexKind::Dist, 4, 1, Ycsb::C).is_some());
-        assert!(find(&rows, IndexKind::Dist, 4, 2, Ycsb::C).is_none());
+        assert_eq!(point_round_trips(&rows, DistKind::Baseline).0, Some(4.0));
+        assert!(find(&rows, DistKind::Tree, 4, 1, Ycsb::C).is_some());
+        assert!(find(&rows, DistKind::Tree, 4, 2, Ycsb::C).is_none());
     }
 
     #[test]

@@ -34,7 +34,7 @@ use std::ops::Bound;
 use std::time::Instant;
 
 use elastree::hybrid::static_stage::{Compression, StaticOptions, StaticStage};
-use elastree::hybrid::{HybridOptions, MergeMode, MergeRecord, MergeTrigger};
+use elastree::hybrid::{HybridOptions, HybridStats, MergeMode, MergeRecord, MergeTrigger};
 use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -386,12 +386,15 @@ fn build(
     unique: bool,
     options: &HybridOptions,
 ) -> Result<Box<dyn Index>, String> {
-    let mut builder = IndexBuilder::new(kind)
-        .key_len(key_len_of(keys))
-        .unique(unique);
-    if kind != IndexKind::BTree {
-        builder = builder.hybrid_options(options.clone());
-    }
+    let builder = match kind {
+        IndexKind::HybridCompressed => IndexBuilder::new(HybridOptions {
+            compression: Compression::Lz4,
+            ..options.clone()
+        }),
+        IndexKind::Hybrid => IndexBuilder::new(options.clone()),
+        _ => IndexBuilder::new(kind),
+    };
+    let builder = builder.key_len(key_len_of(keys)).unique(unique);
     builder.build().map_err(|e| format!("building {kind}: {e}"))
 }
 
@@ -976,7 +979,7 @@ pub(super) fn run_merge(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             match load(IndexKind::Hybrid, &keys, true, plan, &opts) {
                 Ok(l) => {
                     record_load(&mut cells, "hybrid", kind, true, &l);
-                    let stats = l.index.hybrid_stats().unwrap_or_default();
+                    let stats = l.index.stats_as::<HybridStats>().unwrap_or_default();
                     let at = |m| ("hybrid", kind, true, m);
                     cells.add(at("merges"), "count", n, Ok(stats.merges as f64));
                     cells.add(
@@ -1686,7 +1689,7 @@ pub(super) fn run_ratio(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
         match load(*index_kind, &keys, true, plan, opts) {
             Ok(l) => {
                 record_load(&mut cells, label, kind, true, &l);
-                if let Some(stats) = l.index.hybrid_stats() {
+                if let Some(stats) = l.index.stats_as::<HybridStats>() {
                     let trigger = opts.merge_threshold(stats.static_len).max(1);
                     cells.add(
                         (label, kind, true, "dynamic fill"),
@@ -2032,7 +2035,7 @@ fn mixed_stream(
     let stream_start = ops.first().map_or(0, |o| o.0);
     let merges = l
         .index
-        .hybrid_stats()
+        .stats_as::<HybridStats>()
         .unwrap_or_default()
         .records
         .iter()

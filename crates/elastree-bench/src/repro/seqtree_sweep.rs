@@ -24,7 +24,7 @@ pub const LEVELS: &[u8] = &[0, 1, 2, 3, 4, 5, 6];
 pub const BREATHING: &[usize] = &[1, 2, 4, 8, 16];
 
 /// The library's default breathing, which the levels sweep keeps (see
-/// `elastree::IndexBuilder::breathing`).
+/// `elastree::SeqTreeOptions::breathing`).
 pub const DEFAULT_BREATHING: usize = 4;
 
 /// The library's default levels for 128-key leaves, which the breathing sweep keeps (see

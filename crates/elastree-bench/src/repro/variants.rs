@@ -171,7 +171,7 @@ pub fn elastic_activity(variants: &[Variant], keys: &KeySet, count: usize) -> St
         let line = match load_prefix(v.spec, keys, count, v.budget, v.tuning) {
             Ok(index) => {
                 let bytes = index.self_reported_bytes().unwrap_or(0);
-                match index.elastic_stats() {
+                match index.stats_as::<ElasticStats>() {
                     Some(stats) => describe_stats(&stats, bytes, v.budget.bytes(keys.len())),
                     None => "no elasticity statistics".to_string(),
                 }

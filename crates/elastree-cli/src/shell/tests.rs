@@ -430,8 +430,8 @@ impl Model {
 }
 
 impl Index for Model {
-    fn kind(&self) -> IndexKind {
-        IndexKind::BTree
+    fn kind(&self) -> &'static str {
+        IndexKind::BTree.name()
     }
 
     fn is_unique(&self) -> bool {

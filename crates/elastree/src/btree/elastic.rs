@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use super::index::{Family, TreeIndex};
 use crate::elastic::{default_levels, ElasticPolicy, ElasticStats, SweepCursor};
-use crate::index::{Error, IndexBuilder, IndexKind};
 use crate::mem::ByteCounter;
 use crate::node::blind::BlindKeys;
 use crate::node::mixed::{LeafMode, Mixed, MixedConfig};
@@ -12,6 +11,7 @@ use crate::node::seqtree::{SeqShared, MAX_LEVELS, MAX_SEQ_CAPACITY};
 use crate::node::slotted::{Slotted, SlottedConfig};
 use crate::node::sorted::{Sorted, SortedConfig};
 use crate::table::KeySource;
+use crate::{ElasticOptions, Error, IndexKind, IndexOptions, KindStats, SeqTreeOptions};
 
 /// The capacity of every leaf of a `seqtree` index unless `leaf_capacity` says otherwise
 /// (the paper's SeqTree128).
@@ -19,6 +19,15 @@ pub const SEQTREE_LEAF_CAPACITY: usize = 128;
 
 /// The representations of the `elastic` and `seqtree` kinds.
 pub struct Elastic;
+
+/// The own options of the two kinds the [`Elastic`] family builds.
+#[derive(Debug, Clone)]
+pub enum ElasticForm {
+    /// The `elastic` kind.
+    Elastic(ElasticOptions),
+    /// The `seqtree` kind.
+    SeqTree(SeqTreeOptions),
+}
 
 /// What an elastic or seqtree index keeps beside its tree.
 pub struct ElasticExtra {
@@ -50,17 +59,19 @@ impl Family for Elastic {
     type U64 = Mixed<Sorted<u64>>;
     type U128 = Mixed<Sorted<u128>>;
     type Var = Mixed<Slotted>;
+    type Options = ElasticForm;
     type Extra = ElasticExtra;
 
-    fn extra(options: &IndexBuilder, leaf_capacity: usize) -> Result<ElasticExtra, Error> {
+    fn extra(
+        options: &IndexOptions,
+        own: &ElasticForm,
+        leaf_capacity: usize,
+    ) -> Result<ElasticExtra, Error> {
         let invalid = |what: String| Error::InvalidConfig(what);
-        let kind = options.kind;
-        let keys = options.key_source.clone().ok_or_else(|| {
-            invalid(format!(
-                "the {kind} kind loads keys from the table: give it a key source \
-                 (IndexBuilder::key_source)"
-            ))
-        })?;
+        let kind = match own {
+            ElasticForm::Elastic(_) => IndexKind::Elastic,
+            ElasticForm::SeqTree(_) => IndexKind::SeqTree,
+        };
         if !Slotted::positions_fit(options.max_key_len, !options.unique) {
             return Err(invalid(format!(
                 "the {kind} kind takes keys of at most 7,000 bytes (bit positions are 16-bit), \
@@ -69,12 +80,9 @@ impl Family for Elastic {
             )));
         }
         // The leaf mode, the largest SeqTree capacity (which sets the default BlindiTree
-        // levels), and the options' own tree levels and breathing, if any.
-        let (mode, capacity, levels, breathing) = match kind {
-            IndexKind::SeqTree => {
-                if options.elastic.is_some() {
-                    return Err(invalid("a budget applies to the elastic kind only".into()));
-                }
+        // levels), the options' own tree levels and breathing, and the key source.
+        let (mode, capacity, levels, breathing, keys) = match own {
+            ElasticForm::SeqTree(seq) => {
                 let capacity = options.leaf_capacity.unwrap_or(SEQTREE_LEAF_CAPACITY);
                 if !(4..=MAX_SEQ_CAPACITY).contains(&capacity) {
                     return Err(invalid(format!(
@@ -82,28 +90,32 @@ impl Family for Elastic {
                          {capacity}"
                     )));
                 }
-                (LeafMode::AllCompact { capacity }, capacity, None, None)
+                let mode = LeafMode::AllCompact { capacity };
+                (
+                    mode,
+                    capacity,
+                    seq.tree_levels,
+                    seq.breathing,
+                    &seq.key_source,
+                )
             }
-            _ => {
-                let elastic = options.elastic.as_ref().ok_or_else(|| {
-                    invalid("the elastic kind needs a byte budget (IndexBuilder::budget)".into())
-                })?;
+            ElasticForm::Elastic(elastic) => {
                 elastic.validate(leaf_capacity)?;
                 let policy = ElasticPolicy::new(elastic, leaf_capacity);
                 let max = policy.compact_max;
                 let mode = LeafMode::Elastic(Arc::new(policy));
-                (mode, max, elastic.tree_levels, Some(elastic.breathing))
+                let keys = &elastic.key_source;
+                (mode, max, elastic.tree_levels, elastic.breathing, keys)
             }
         };
-        let levels = options.tree_levels.or(levels);
         if levels.is_some_and(|l| l > MAX_LEVELS) {
             return Err(invalid(format!("at most {MAX_LEVELS} BlindiTree levels")));
         }
         Ok(ElasticExtra {
             kind,
-            keys: keys.0,
+            keys: Arc::clone(keys),
             levels: levels.unwrap_or_else(|| default_levels(capacity)),
-            breathing: options.breathing.or(breathing).unwrap_or(4).max(1),
+            breathing: breathing.max(1),
             mode,
         })
     }
@@ -129,11 +141,8 @@ impl Family for Elastic {
         extra.mixed(base, composite)
     }
 
-    fn stats(extra: &ElasticExtra) -> Option<ElasticStats> {
-        match &extra.mode {
-            LeafMode::Elastic(policy) => Some(policy.stats()),
-            LeafMode::AllCompact { .. } => None,
-        }
+    fn stats(extra: &ElasticExtra) -> Option<Box<dyn KindStats>> {
+        Some(Box::new(Self::elastic_stats(extra)?))
     }
 
     fn extra_bytes(extra: &ElasticExtra) -> usize {
@@ -151,5 +160,31 @@ impl Family for Elastic {
     }
 }
 
+impl Elastic {
+    fn elastic_stats(extra: &ElasticExtra) -> Option<ElasticStats> {
+        match &extra.mode {
+            LeafMode::Elastic(policy) => Some(policy.stats()),
+            LeafMode::AllCompact { .. } => None,
+        }
+    }
+}
+
 /// The elastic B+-tree (and the all-SeqTree tree) as an [`crate::Index`].
 pub type ElasticIndex = TreeIndex<Elastic>;
+
+impl ElasticIndex {
+    /// An empty `elastic` index with these options.
+    pub fn elastic(options: &IndexOptions, elastic: &ElasticOptions) -> Result<Self, Error> {
+        Self::with_options(options, &ElasticForm::Elastic(elastic.clone()))
+    }
+
+    /// An empty `seqtree` index with these options.
+    pub fn seqtree(options: &IndexOptions, seqtree: &SeqTreeOptions) -> Result<Self, Error> {
+        Self::with_options(options, &ElasticForm::SeqTree(seqtree.clone()))
+    }
+
+    /// What the elasticity algorithm has done (`None` for the `seqtree` kind).
+    pub fn elastic_stats(&self) -> Option<ElasticStats> {
+        Elastic::elastic_stats(&self.extra)
+    }
+}

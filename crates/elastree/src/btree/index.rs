@@ -14,11 +14,12 @@
 use std::ops::Bound;
 
 use super::Tree;
-use crate::index::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen};
+use crate::index::{Direction, Index, KeyLen};
 use crate::mem::MemoryUsage;
 use crate::node::slotted::{Slotted, SlottedConfig, VarKey, VarProbe};
 use crate::node::sorted::{Sorted, SortedConfig, MAX_CAPACITY, MIN_CAPACITY};
 use crate::node::NodeRepr;
+use crate::{Error, IndexKind, IndexOptions, KindStats};
 
 /// Default leaf capacity of sorted (fixed-key) nodes: 128 entries of 16 bytes (2 KiB) keeps
 /// the per-leaf header under 1% of the leaf and binary search within a few cache lines; with
@@ -39,11 +40,17 @@ pub trait Family: Send + Sync + Sized + 'static {
     type U128: for<'a> NodeRepr<Probe<'a> = u128, Owned = u128>;
     /// For every other key.
     type Var: for<'a> NodeRepr<Probe<'a> = VarProbe<'a>, Owned = VarKey>;
+    /// The kind's own options.
+    type Options;
     /// What the family keeps beside the tree.
     type Extra: Send + Sync;
 
-    /// Validates the family's own options.
-    fn extra(options: &IndexBuilder, leaf_capacity: usize) -> Result<Self::Extra, Error>;
+    /// Validates the kind's own options against the shared ones.
+    fn extra(
+        options: &IndexOptions,
+        own: &Self::Options,
+        leaf_capacity: usize,
+    ) -> Result<Self::Extra, Error>;
     /// The index kind.
     fn kind(extra: &Self::Extra) -> IndexKind;
     /// Node settings of the `U64` tree.
@@ -58,8 +65,8 @@ pub trait Family: Send + Sync + Sized + 'static {
     fn var_config(base: SlottedConfig, extra: &Self::Extra) -> <Self::Var as NodeRepr>::Config;
     /// Bytes held by `extra` outside the index object.
     fn extra_bytes(extra: &Self::Extra) -> usize;
-    /// What the elasticity algorithm has done, for families that have one.
-    fn stats(_extra: &Self::Extra) -> Option<crate::elastic::ElasticStats> {
+    /// What the kind's own algorithm has done, for families that keep statistics.
+    fn stats(_extra: &Self::Extra) -> Option<Box<dyn KindStats>> {
         None
     }
 }
@@ -71,14 +78,10 @@ impl Family for Plain {
     type U64 = Sorted<u64>;
     type U128 = Sorted<u128>;
     type Var = Slotted;
+    type Options = ();
     type Extra = ();
 
-    fn extra(options: &IndexBuilder, _: usize) -> Result<(), Error> {
-        if options.elastic.is_some() {
-            return Err(Error::InvalidConfig(
-                "a budget applies to the elastic kind only".into(),
-            ));
-        }
+    fn extra(_: &IndexOptions, _: &(), _: usize) -> Result<(), Error> {
         Ok(())
     }
     fn kind(_: &()) -> IndexKind {
@@ -111,7 +114,7 @@ pub struct TreeIndex<F: Family> {
     max_key_len: usize,
     key_len: KeyLen,
     tree: Trees<F>,
-    extra: F::Extra,
+    pub(super) extra: F::Extra,
 }
 
 /// The concurrent OLC B+-tree as an [`Index`].
@@ -191,10 +194,17 @@ fn scan_tree<R: NodeRepr>(
     }
 }
 
+impl BTreeIndex {
+    /// An empty B+-tree with these options.
+    pub fn new(options: &IndexOptions) -> Result<Self, Error> {
+        Self::with_options(options, &())
+    }
+}
+
 impl<F: Family> TreeIndex<F> {
-    /// Builds an empty index from the builder's options.
-    pub fn new(options: &IndexBuilder) -> Result<Self, Error> {
-        options.validate_common()?;
+    /// Builds an empty index from the shared options and the kind's own.
+    pub fn with_options(options: &IndexOptions, own: &F::Options) -> Result<Self, Error> {
+        options.validate()?;
         let capacity = |given: Option<usize>, default: usize, what: &str| -> Result<usize, Error> {
             let cap = given.unwrap_or(default);
             if !(MIN_CAPACITY..=MAX_CAPACITY).contains(&cap) {
@@ -222,7 +232,7 @@ impl<F: Family> TreeIndex<F> {
             KeyLen::Fixed(8 | 16) => sorted()?.leaf_capacity,
             KeyLen::Fixed(_) | KeyLen::Variable => slotted(false)?.leaf_capacity,
         };
-        let extra = F::extra(options, leaf_capacity)?;
+        let extra = F::extra(options, own, leaf_capacity)?;
         let tree = match (options.key_len, options.unique) {
             (KeyLen::Fixed(8), true) => Trees::U64(Tree::new(F::u64_config(sorted()?, &extra))),
             (KeyLen::Fixed(8), false) => {
@@ -321,8 +331,8 @@ impl<F: Family> TreeIndex<F> {
 }
 
 impl<F: Family> Index for TreeIndex<F> {
-    fn kind(&self) -> IndexKind {
-        F::kind(&self.extra)
+    fn kind(&self) -> &'static str {
+        F::kind(&self.extra).name()
     }
 
     fn is_unique(&self) -> bool {
@@ -438,7 +448,7 @@ impl<F: Family> Index for TreeIndex<F> {
         }
     }
 
-    fn elastic_stats(&self) -> Option<crate::elastic::ElasticStats> {
+    fn stats(&self) -> Option<Box<dyn KindStats>> {
         F::stats(&self.extra)
     }
 

@@ -40,7 +40,7 @@ use crate::mem::{ByteCounter, MemoryUsage};
 use crate::node::{NodeHeader, NodeRepr, Overflow};
 use crate::sync::{Optimistic, Restart};
 
-pub use elastic::{Elastic, ElasticExtra, ElasticIndex, SEQTREE_LEAF_CAPACITY};
+pub use elastic::{Elastic, ElasticExtra, ElasticForm, ElasticIndex, SEQTREE_LEAF_CAPACITY};
 pub use index::{BTreeIndex, Family, Plain, TreeIndex};
 
 /// Byte counts of a tree's nodes, shared with the epoch collector's deferred frees.

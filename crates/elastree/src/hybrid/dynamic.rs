@@ -21,7 +21,7 @@ use std::ops::Bound;
 use super::bloom::Bloom;
 use crate::key::{encode_field, KeyPart};
 use crate::sync::{Inside, WriterGate};
-use crate::{BTreeIndex, Direction, Error, Index, IndexBuilder, KeyLen, MemoryUsage};
+use crate::{BTreeIndex, Direction, Error, Index, IndexOptions, KeyLen, MemoryUsage};
 
 /// The tid a unique dynamic stage stores for a deleted key. Users cannot insert it.
 pub const TOMBSTONE: u64 = u64::MAX;
@@ -171,7 +171,7 @@ pub struct Dynamic {
 impl Dynamic {
     /// An empty stage whose filter is sized for `expected` keys.
     pub fn new(
-        tree: &IndexBuilder,
+        tree: &IndexOptions,
         codec: Codec,
         expected: usize,
         bloom_bits_per_key: usize,
@@ -187,18 +187,21 @@ impl Dynamic {
     }
 
     /// The options of the tree behind a dynamic stage for user keys described by `user`.
-    pub fn tree_options(user: &IndexBuilder, codec: Codec) -> IndexBuilder {
-        let mut tree = user.clone().unique(true);
-        tree.kind = crate::IndexKind::BTree;
+    pub fn tree_options(user: &IndexOptions, codec: Codec) -> IndexOptions {
+        let mut tree = IndexOptions {
+            unique: true,
+            ..user.clone()
+        };
         match codec {
             Codec::Unique => {}
             Codec::FixedPairs(len) => {
-                tree = tree.key_len(KeyLen::Fixed(len + 8)).max_key_len(len + 8);
+                tree.key_len = KeyLen::Fixed(len + 8);
+                tree.max_key_len = len + 8;
             }
             Codec::VarPairs => {
                 // Worst case: every byte a zero, escaped to two, plus terminator and tid.
-                let longest = (2 * user.max_key_len + 10).min(crate::MAX_KEY_LEN_LIMIT);
-                tree = tree.key_len(KeyLen::Variable).max_key_len(longest);
+                tree.key_len = KeyLen::Variable;
+                tree.max_key_len = (2 * user.max_key_len + 10).min(crate::MAX_KEY_LEN_LIMIT);
             }
         }
         tree

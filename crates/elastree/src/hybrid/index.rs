@@ -13,7 +13,9 @@ use super::dynamic::{Codec, Dynamic, DEAD, LIVE, TOMBSTONE};
 use super::layers::{DynamicStream, Layered, Merged, PairMerge, StaticStream, Stream};
 use super::static_stage::{StaticOptions, StaticStage};
 use super::{HybridOptions, MergeMode, MergeStrategy};
-use crate::{Direction, Error, Index, IndexBuilder, IndexKind, KeyLen, MemoryUsage};
+use crate::{
+    Direction, Error, Index, IndexKind, IndexOptions, KeyLen, KindOptions, KindStats, MemoryUsage,
+};
 
 /// Writers of one key serialise on one of this many lock stripes.
 const STRIPES: usize = 1024;
@@ -73,6 +75,8 @@ pub struct HybridStats {
     pub dynamic_len: usize,
 }
 
+impl KindStats for HybridStats {}
+
 /// State shared by the index and its merge thread.
 pub(super) struct Shared {
     pub(super) kind: IndexKind,
@@ -82,7 +86,7 @@ pub(super) struct Shared {
     pub(super) options: HybridOptions,
     pub(super) codec: Codec,
     /// Options of every dynamic stage's tree.
-    pub(super) tree: IndexBuilder,
+    pub(super) tree: IndexOptions,
     view: Atomic<View>,
     /// Live pairs: changed by writers only (a merge moves pairs, it does not add any).
     live: AtomicIsize,
@@ -112,14 +116,11 @@ pub struct HybridIndex {
 }
 
 impl HybridIndex {
-    /// Builds an empty index from the builder's options (`hybrid` or `hybrid-compressed`).
-    pub fn new(options: &IndexBuilder) -> Result<Self, Error> {
-        options.validate_common()?;
-        let mut hybrid = options.hybrid.clone().unwrap_or_default();
-        if options.kind == IndexKind::HybridCompressed {
-            hybrid.compression = super::Compression::Lz4;
-        }
+    /// Builds an empty index (`hybrid`, or `hybrid-compressed` when `hybrid` compresses).
+    pub fn new(options: &IndexOptions, hybrid: &HybridOptions) -> Result<Self, Error> {
+        options.validate()?;
         hybrid.validate()?;
+        let hybrid = hybrid.clone();
         let codec = match (options.unique, options.key_len) {
             (true, _) => Codec::Unique,
             (false, KeyLen::Fixed(len)) => Codec::FixedPairs(len),
@@ -153,7 +154,7 @@ impl HybridIndex {
         };
         Ok(Self {
             shared: Arc::new(Shared {
-                kind: options.kind,
+                kind: hybrid.kind(),
                 unique: options.unique,
                 max_key_len: options.max_key_len,
                 key_len: options.key_len,
@@ -619,8 +620,8 @@ fn merge_by_tid(high: &[(u64, bool)], low: &[(u64, bool)]) -> Vec<(u64, bool)> {
 }
 
 impl Index for HybridIndex {
-    fn kind(&self) -> IndexKind {
-        self.shared.kind
+    fn kind(&self) -> &'static str {
+        self.shared.kind.name()
     }
 
     fn is_unique(&self) -> bool {
@@ -875,7 +876,7 @@ impl Index for HybridIndex {
         self.wait_for_merge()
     }
 
-    fn hybrid_stats(&self) -> Option<HybridStats> {
-        Some(self.shared.stats())
+    fn stats(&self) -> Option<Box<dyn KindStats>> {
+        Some(Box::new(self.shared.stats()))
     }
 }

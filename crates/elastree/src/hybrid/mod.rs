@@ -114,6 +114,14 @@ impl Default for HybridOptions {
 }
 
 impl HybridOptions {
+    /// The defaults with LZ4-compressed static leaf blocks (the `hybrid-compressed` kind).
+    pub fn compressed() -> Self {
+        Self {
+            compression: Compression::Lz4,
+            ..Self::default()
+        }
+    }
+
     /// Checks that the options can be honoured.
     pub fn validate(&self) -> Result<(), crate::Error> {
         let bad = |msg: String| Err(crate::Error::InvalidConfig(msg));

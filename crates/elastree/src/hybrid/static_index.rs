@@ -6,7 +6,7 @@ use std::ops::Bound;
 use super::static_stage::{StaticOptions, StaticStage};
 use crate::index::check_key;
 use crate::mem::MemoryUsage;
-use crate::{Direction, Error, Index, IndexBuilder, IndexKind};
+use crate::{Direction, Error, Index, IndexKind, IndexOptions};
 
 /// Why writes are refused.
 const READ_ONLY: &str = "the static index is read-only: bulk-load it with StaticIndex::from_sorted";
@@ -19,8 +19,8 @@ pub struct StaticIndex {
 }
 
 impl StaticIndex {
-    /// An empty static index with the builder's options.
-    pub fn new(options: &IndexBuilder) -> Result<Self, Error> {
+    /// An empty static index with these options.
+    pub fn new(options: &IndexOptions) -> Result<Self, Error> {
         Self::from_sorted(options, &mut std::iter::empty())
     }
 
@@ -29,10 +29,10 @@ impl StaticIndex {
     /// of another fixed length ([`Error::KeyLenMismatch`]) and out-of-order or duplicated
     /// input ([`Error::InvalidConfig`]).
     pub fn from_sorted(
-        options: &IndexBuilder,
+        options: &IndexOptions,
         pairs: &mut dyn Iterator<Item = (Vec<u8>, u64)>,
     ) -> Result<Self, Error> {
-        options.validate_common()?;
+        options.validate()?;
         let max_key_len = options.max_key_len;
         let key_len = options.key_len;
         let mut failed = None;
@@ -65,8 +65,8 @@ impl StaticIndex {
 }
 
 impl Index for StaticIndex {
-    fn kind(&self) -> IndexKind {
-        IndexKind::Static
+    fn kind(&self) -> &'static str {
+        IndexKind::Static.name()
     }
 
     fn is_unique(&self) -> bool {
