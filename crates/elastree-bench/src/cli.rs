@@ -8,9 +8,8 @@
 //! Exit codes of [`run`]: 0 on success, 1 when a file cannot be written or a measurement
 //! failed its result check, 2 on arguments that make no run.
 
-use std::fs::File;
-use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, IsTerminal};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 
@@ -20,6 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::alloc;
 use crate::cluster::LocalClusterGuard;
 use crate::keys::KeySetKind;
+use crate::output::to_file;
 use crate::parse_count;
 use crate::peers::{Budget, IndexSpec};
 use crate::report;
@@ -242,18 +242,6 @@ pub fn measure(cfg: &RunConfig) -> Vec<Measurement> {
     rows
 }
 
-/// Writes `rows` to `path` with `write` (JSON lines or CSV).
-pub fn write_rows(
-    path: &Path,
-    rows: &[Measurement],
-    write: impl Fn(&[Measurement], &mut BufWriter<File>) -> io::Result<()>,
-) -> io::Result<()> {
-    let file = File::create(path)?;
-    let mut out = BufWriter::new(file);
-    write(rows, &mut out)?;
-    out.flush()
-}
-
 /// Warns on stderr when this is a debug build, whose numbers mean little. `how` says how to
 /// run a release build.
 pub fn warn_if_debug(how: &str) {
@@ -336,13 +324,16 @@ fn run_config(cfg: &RunConfig, args: &BenchArgs, program: &str) -> ExitCode {
         (
             path,
             "JSON lines",
-            write_rows(path, &rows, report::write_json_lines),
+            to_file(path, |out| report::write_json_lines(&rows, out)),
         )
     });
-    let csv = args
-        .csv
-        .as_deref()
-        .map(|path| (path, "CSV", write_rows(path, &rows, report::write_csv)));
+    let csv = args.csv.as_deref().map(|path| {
+        (
+            path,
+            "CSV",
+            to_file(path, |out| report::write_csv(&rows, out)),
+        )
+    });
     for (path, what, written) in json.into_iter().chain(csv) {
         if let Err(e) = written {
             eprintln!("{program}: writing {}: {e}", path.display());

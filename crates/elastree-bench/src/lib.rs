@@ -6,7 +6,8 @@
 //!   `scan-desc`, `delete`, `ycsb-a` ... `ycsb-f`) and the runner that times them on 1..N
 //!   threads;
 //! * [`ycsb`]: the YCSB core workloads' operation streams;
-//! * [`alloc`]: the counting global allocator and RSS readings for memory figures;
+//! * [`alloc`]: the counting global allocator and RSS readings for memory figures (from
+//!   `elastree-testkit`, which the memory tests share);
 //! * [`report`]: the table, the JSON lines and the CSV file;
 //! * [`cluster`]: the distributed kinds (`dist`, `dist-baseline`): their cluster, their
 //!   clients and their round-trip counters;
@@ -20,12 +21,13 @@
 //! from a release build:
 //! `cargo run --release -p elastree-bench -- --index btree,btreemap --keys rand64 --n 1M`.
 
-pub mod alloc;
+pub use elastree_testkit::alloc;
 pub mod cli;
 pub mod cluster;
 pub mod dist;
 pub mod growshrink;
 pub mod keys;
+pub mod output;
 pub mod peers;
 pub mod report;
 pub mod repro;

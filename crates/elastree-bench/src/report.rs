@@ -43,6 +43,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use crate::output::{self, fmt_opt};
 use crate::workload::{median, Measurement, Status};
 
 /// The name of the index every other row is compared with.
@@ -188,51 +189,20 @@ pub const FIELDS: &[&str] = &[
 /// fields appear only on the rows of the distributed kinds).
 pub const DIST_FIELDS: &[&str] = &["round_trips_per_op", "masters_per_op"];
 
-/// Quotes a CSV cell when it holds a comma, a quote or a line break (RFC 4180).
-fn csv_cell(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
-/// Writes a CSV header line ([`FIELDS`]) and one line per measurement with the JSON lines'
-/// values; a missing number is an empty cell.
+/// Writes a CSV header line ([`FIELDS`], and [`DIST_FIELDS`] when a distributed kind ran)
+/// and one line per measurement with the JSON lines' values; a missing number is an empty
+/// cell.
 pub fn write_csv(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
     let mut fields = FIELDS.to_vec();
     if rows.iter().any(|m| m.round_trips_per_op.is_some()) {
         fields.extend_from_slice(DIST_FIELDS);
     }
-    writeln!(out, "{}", fields.join(","))?;
-    for m in rows {
-        let value = serde_json::to_value(JsonRow::from_measurement(m))?;
-        writeln!(out, "{}", csv_line(&fields, &value))?;
-    }
-    Ok(())
-}
-
-/// The CSV line of a JSON object: the values of `fields` in order, a missing or `null` value
-/// an empty cell.
-pub fn csv_line(fields: &[&str], value: &serde_json::Value) -> String {
-    let cells: Vec<String> = fields
-        .iter()
-        .map(|field| match value.get(field) {
-            None | Some(serde_json::Value::Null) => String::new(),
-            Some(serde_json::Value::String(text)) => csv_cell(text),
-            Some(other) => other.to_string(),
-        })
-        .collect();
-    cells.join(",")
+    output::write_csv(out, &fields, rows.iter().map(JsonRow::from_measurement))
 }
 
 /// Writes one JSON object per measurement, one per line.
 pub fn write_json_lines(rows: &[Measurement], out: &mut impl Write) -> io::Result<()> {
-    for m in rows {
-        serde_json::to_writer(&mut *out, &JsonRow::from_measurement(m))?;
-        out.write_all(b"\n")?;
-    }
-    Ok(())
+    output::write_json_lines(out, rows.iter().map(JsonRow::from_measurement))
 }
 
 /// The baseline row for `m`: the first successful `btreemap` row of the same key set and
@@ -250,10 +220,6 @@ fn baseline<'a>(rows: &'a [Measurement], m: &Measurement) -> Option<&'a Measurem
     candidates()
         .find(|b| b.threads == m.threads)
         .or_else(|| candidates().find(|b| b.threads == 1))
-}
-
-fn fmt_opt(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
 }
 
 fn fmt_bytes(bytes: u64) -> String {

@@ -1,5 +1,8 @@
-//! Test machinery shared by the elastree crates' tests (not part of the published API).
+//! Test and measurement machinery shared by the elastree crates' tests and benchmarks (not
+//! part of the published API).
 //!
+//! - [`alloc`]: a counting global allocator (current and peak bytes), for the memory tests
+//!   and the benchmarks' bytes per key;
 //! - [`model`]: the model test every index kind runs against `BTreeMap`, the key
 //!   generators and the tuple table (`Registry`) that kinds with indirect keys load from;
 //! - [`limit`]: time limits that end a hung test process with a message naming the test;
@@ -12,6 +15,7 @@
 //! Every helper here reports a failure with what a reader needs to replay it: the
 //! operation, the key, the seed, the expected and the actual value.
 
+pub mod alloc;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod limit;

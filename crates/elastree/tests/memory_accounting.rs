@@ -6,13 +6,11 @@ use std::sync::{Arc, Mutex};
 use elastree::table::KeySource;
 use elastree::{ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
-mod counting;
-
-use counting::{allocated, assert_close};
+use elastree_testkit::alloc::{allocated, assert_close, CountingAlloc};
 use elastree_testkit::time_limit;
 
 #[global_allocator]
-static GLOBAL: counting::Counting = counting::Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// Tests in this file measure a process-wide counter: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

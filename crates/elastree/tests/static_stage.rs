@@ -12,13 +12,11 @@ use elastree::{Direction, Error, KeyLen};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-mod counting;
-
-use counting::{allocated, assert_close};
+use elastree_testkit::alloc::{allocated, assert_close, CountingAlloc};
 use elastree_testkit::time_limit;
 
 #[global_allocator]
-static GLOBAL: counting::Counting = counting::Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// The memory test measures a process-wide counter: every test takes this lock.
 static SERIAL: Mutex<()> = Mutex::new(());

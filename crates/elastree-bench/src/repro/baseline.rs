@@ -12,6 +12,7 @@ use super::plots::{draw_grouped_bars, Series};
 use super::{ExperimentContext, Report};
 use crate::cli;
 use crate::keys::KeySetKind;
+use crate::output::{to_file, RESULT_FILES};
 use crate::peers::{IndexSpec, Peer};
 use crate::report::{self, Summary, BASELINE};
 use crate::workload::{Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
@@ -80,16 +81,14 @@ pub fn write_suite(
         size: format!("{} keys per key set", cfg.n),
         ..Report::default()
     };
+    let [json, csv] = RESULT_FILES;
     let io = |file: &str, e: std::io::Error| format!("{file}: {e}");
-    cli::write_rows(
-        &ctx.out.join("results.jsonl"),
-        rows,
-        report::write_json_lines,
-    )
-    .map_err(|e| io("results.jsonl", e))?;
-    cli::write_rows(&ctx.out.join("results.csv"), rows, report::write_csv)
-        .map_err(|e| io("results.csv", e))?;
-    report.files = vec!["results.jsonl".to_string(), "results.csv".to_string()];
+    to_file(&ctx.out.join(json), |out| {
+        report::write_json_lines(rows, out)
+    })
+    .map_err(|e| io(json, e))?;
+    to_file(&ctx.out.join(csv), |out| report::write_csv(rows, out)).map_err(|e| io(csv, e))?;
+    report.files = RESULT_FILES.iter().map(|f| f.to_string()).collect();
 
     for &workload in &cfg.workloads {
         let file = format!("{}.png", workload.name());

@@ -35,11 +35,12 @@ use serde::Serialize;
 use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::{DistIndex, DistKind, DistOptions, DistStats, RebalanceReport};
 
-use super::document::{targets_table_of, write_csv, write_json_lines, Target};
+use super::document::{targets_table_of, Target};
 use super::plots::{draw_grouped_bars, Series};
 use super::{ExperimentContext, Report};
 use crate::cluster::{self, LocalClusterGuard};
 use crate::keys::{KeySet, KeySetKind};
+use crate::output::write_results;
 use crate::peers::{BenchIndex, Elastree};
 use crate::report::Summary;
 use crate::workload::{self, run_parallel};
@@ -478,9 +479,7 @@ fn fmt2(v: Option<f64>) -> String {
 /// Writes the rows and the plot and assembles the report.
 fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     let rows = &m.rows;
-    let io = |file: &str, e: std::io::Error| format!("{file}: {e}");
-    write_json_lines(&ctx.out.join("results.jsonl"), rows).map_err(|e| io("results.jsonl", e))?;
-    write_csv(&ctx.out.join("results.csv"), FIELDS, rows).map_err(|e| io("results.csv", e))?;
+    let mut files = write_results(ctx.out, FIELDS, rows)?;
     let n = ctx.n;
     let ops = ops_per_run(n);
 
@@ -809,7 +808,10 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        files: vec!["results.jsonl".to_string(), "results.csv".to_string(), plot],
+        files: {
+            files.push(plot);
+            files
+        },
         summary,
         failures,
     })

@@ -1,17 +1,13 @@
 //! The report writer every experiment shares: `report.md` (what was run, the machine, the
-//! experiment's sections, the plots, the raw rows), the raw rows as JSON lines and CSV, and
-//! the README results block with its splice between markers.
+//! experiment's sections, the plots, the raw rows), and the README results block with its
+//! splice between markers. The raw rows themselves are [`crate::output`]'s.
 
 use std::fmt::Write as _;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::fs;
 use std::path::{Component, Path};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-
 use super::{Experiment, Report};
-use crate::report::csv_line;
 
 /// What a report says about the machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,27 +140,6 @@ pub fn report_markdown(facts: &RunFacts<'_>, report: &Report) -> String {
     let _ = writeln!(w, "## Raw rows\n");
     let _ = writeln!(w, "{}", report.raw);
     md
-}
-
-/// Writes one JSON object per row, one per line, to `path`.
-pub fn write_json_lines<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
-    let mut out = BufWriter::new(File::create(path)?);
-    for row in rows {
-        serde_json::to_writer(&mut out, row)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()
-}
-
-/// Writes a CSV file to `path`: a header line of `fields`, then one line per row with the
-/// values of those fields of its JSON form (a missing value is an empty cell).
-pub fn write_csv<T: Serialize>(path: &Path, fields: &[&str], rows: &[T]) -> io::Result<()> {
-    let mut out = BufWriter::new(File::create(path)?);
-    writeln!(out, "{}", fields.join(","))?;
-    for row in rows {
-        writeln!(out, "{}", csv_line(fields, &serde_json::to_value(row)?))?;
-    }
-    out.flush()
 }
 
 /// A target of the issue an experiment speaks to, checked against the measured numbers.

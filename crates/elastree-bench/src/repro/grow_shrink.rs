@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::document::{targets_table, write_csv, write_json_lines, Target};
+use super::document::{targets_table, Target};
 use super::plots::{draw_lines, LineChart, Series};
 use super::{ExperimentContext, Report};
 use crate::alloc;
 use crate::growshrink::{self, GrowShrinkConfig, Phase, Point};
 use crate::keys::{KeySet, KeySetKind};
+use crate::output::{fmt_opt, write_results};
 use crate::peers::{Budget, IndexSpec, Peer};
 use crate::report::Summary;
 use crate::workload::{median, panic_message, Status};
@@ -354,10 +355,6 @@ fn fmt_summary(s: Option<Summary>) -> String {
     )
 }
 
-fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
-}
-
 impl GrowShrinkExperiment<'_> {
     /// The driver settings of repetition `rep` (the operation orders differ between
     /// repetitions and are the same for every index within one) with the elastic `budget`.
@@ -524,11 +521,7 @@ impl GrowShrinkRun<'_> {
             ..Report::default()
         };
         let rows = self.rows();
-        let io = |file: &str, e: std::io::Error| format!("{file}: {e}");
-        write_json_lines(&ctx.out.join("results.jsonl"), &rows)
-            .map_err(|e| io("results.jsonl", e))?;
-        write_csv(&ctx.out.join("results.csv"), FIELDS, &rows).map_err(|e| io("results.csv", e))?;
-        report.files = vec!["results.jsonl".to_string(), "results.csv".to_string()];
+        report.files = write_results(ctx.out, FIELDS, &rows)?;
         for &keys in self.experiment.keysets {
             for (what, file) in self.plot(ctx, keys)? {
                 report.files.push(file.clone());

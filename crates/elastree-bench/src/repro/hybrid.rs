@@ -40,7 +40,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::document::{targets_table_of, write_csv, write_json_lines, Target};
+use super::document::{targets_table_of, Target};
 use super::grow_shrink::fmt_items;
 use super::plots::{draw_grouped_bars, draw_lines, LineChart, Series};
 use super::variants::{fmt_ratio, ratio};
@@ -48,6 +48,7 @@ use super::{ExperimentContext, Report};
 use crate::alloc;
 use crate::dist::{ScrambledZipfian, DEFAULT_THETA};
 use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
+use crate::output::{fmt_opt, write_results};
 use crate::report::Summary;
 use crate::workload::settle_deferred_frees;
 use crate::ycsb::{loaded_keys, Ycsb, YcsbOp, YcsbPlan, TID_MASK, VERSION_STEP};
@@ -324,16 +325,13 @@ fn finish(
     let name = ctx.experiment.name;
     let mut rows: Vec<Row> = cells.0.iter().map(|c| Row::of_cell(name, c)).collect();
     rows.extend(extra_rows);
-    let io = |file: &str, e: std::io::Error| format!("{file}: {e}");
-    write_json_lines(&ctx.out.join("results.jsonl"), &rows).map_err(|e| io("results.jsonl", e))?;
-    write_csv(&ctx.out.join("results.csv"), FIELDS, &rows).map_err(|e| io("results.csv", e))?;
+    let mut files = write_results(ctx.out, FIELDS, &rows)?;
     let table = targets_table_of(5, "N = 10M keys", &w.targets);
     let summary = format!("{}\n{table}", w.summary);
     let mut sections = vec![("Summary".to_string(), summary.clone())];
     sections.extend(w.sections);
     sections.push(("What the paper reports".to_string(), w.paper));
     sections.push(("Targets of issue 5".to_string(), table));
-    let mut files = vec!["results.jsonl".to_string(), "results.csv".to_string()];
     files.extend(w.plots.iter().map(|(_, f)| f.clone()));
     Ok(Report {
         size: format!("{} keys per key set", ctx.n),
@@ -518,11 +516,6 @@ fn zipf_positions(n: usize, len: usize, seed: u64) -> Vec<u32> {
 /// Bytes per pair.
 fn per_pair(bytes: usize, pairs: usize) -> f64 {
     bytes as f64 / pairs.max(1) as f64
-}
-
-/// A value with `decimals` decimals, or `-`.
-fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
 }
 
 /// `v (ratio to reference)`, or `-`.

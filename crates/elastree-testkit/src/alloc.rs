@@ -1,14 +1,15 @@
 //! A counting global allocator: the system allocator plus running totals of the bytes currently
 //! allocated and the peak, kept in relaxed atomics.
 //!
-//! The binary installs it with
+//! The `elastree` binary (for its benchmarks) and the memory tests install it with
 //!
 //! ```text
 //! #[global_allocator]
-//! static ALLOC: elastree_bench::alloc::CountingAlloc = elastree_bench::alloc::CountingAlloc;
+//! static ALLOC: elastree_testkit::alloc::CountingAlloc = elastree_testkit::alloc::CountingAlloc;
 //! ```
 //!
-//! and the workloads read [`current`] before and after loading an index. Without the
+//! and read [`current`] before and after loading an index ([`assert_close`] compares an
+//! index's own accounting with it). Without the
 //! allocator installed (as in a test binary that does not install it) [`installed`] is `false`
 //! and the counts stay at zero.
 //!
@@ -157,6 +158,26 @@ fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
         Some("kB") | None => Some(value),
         Some(_) => None,
     }
+}
+
+/// [`current`] as a signed count, for differences from a baseline that may go below it.
+pub fn allocated() -> isize {
+    current() as isize
+}
+
+/// Asserts that an index's own figure (`reported` bytes) is within 5% of what the allocator
+/// counted (`measured`), printing both; `what` names the index and the moment.
+pub fn assert_close(what: &str, reported: usize, measured: isize) {
+    let measured = measured as f64;
+    let error = (reported as f64 - measured).abs() / measured;
+    eprintln!(
+        "{what}: reported {reported} B, allocator {measured} B, error {:.3}%",
+        error * 100.0
+    );
+    assert!(
+        error <= 0.05,
+        "{what}: reported {reported} B but the allocator counted {measured} B"
+    );
 }
 
 #[cfg(test)]
