@@ -1071,7 +1071,7 @@ pub struct Samples {
 /// is a multiple of [`LATENCY_SAMPLE_EVERY`].
 #[inline(always)]
 pub fn sampled<R>(samples: &mut Samples, j: usize, op: impl FnOnce() -> R) -> R {
-    if samples.sampling && j % LATENCY_SAMPLE_EVERY == 0 {
+    if samples.sampling && j.is_multiple_of(LATENCY_SAMPLE_EVERY) {
         let start = Instant::now();
         let result = op();
         samples.buffer.push(start.elapsed().as_nanos() as u64);
