@@ -41,7 +41,8 @@ pub const DIST_QUICK_N: usize = 10_000;
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Indexes to measure, comma-separated, or `all`: elastree's kinds (btree) and the peers
-    /// btreemap, bplustree, ferntree, congee, scc, skipmap, sorted. The distributed kinds
+    /// btreemap, bplustree, ferntree, congee, scc, skipmap, masstree, blart, sorted. The
+    /// distributed kinds
     /// `dist` and `dist-baseline` run on a Redis Cluster (see --cluster) and are measured
     /// only when named, never as part of `all`.
     #[arg(long, value_delimiter = ',', default_value = "all")]

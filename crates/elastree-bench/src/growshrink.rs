@@ -18,7 +18,9 @@ use rand::{Rng, SeedableRng};
 use crate::alloc;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec};
-use crate::workload::{run_parallel, settle_deferred_frees, settle_deferred_frees_watching};
+use crate::workload::{
+    run_parallel, settle_deferred_frees, settle_deferred_frees_watching, Workload,
+};
 
 /// What the driver does.
 #[derive(Debug, Clone)]
@@ -155,12 +157,13 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
 }
 
 /// Whether the driver can run `spec` on key set `keys` with `threads` threads, or why not:
-/// the index cannot take the key set, is built in bulk (it has no inserts to grow by), or is
-/// single-threaded and more threads were asked for.
+/// the index cannot take the key set or scan it (the driver times scans), is built in bulk (it
+/// has no inserts to grow by), or is single-threaded and more threads were asked for.
 pub fn supports(spec: IndexSpec, keys: KeySetKind, threads: usize) -> Result<(), String> {
     // An empty key set of the kind is enough to ask the index what it supports.
     let probe = spec.build(&keys.generate(0, 0), Budget::default())?;
     probe.supports(keys)?;
+    probe.supports_workload(Workload::Scan)?;
     if probe.loads_in_bulk() {
         return Err(format!("{} is built in bulk and cannot grow", spec.name()));
     }

@@ -14,7 +14,7 @@
 //!
 //! | field | type | meaning |
 //! |---|---|---|
-//! | `index` | string | the index: `btree` (elastree) or a peer (`btreemap`, `bplustree`, `ferntree`, `congee`, `scc`, `skipmap`, `sorted`) |
+//! | `index` | string | the index: `btree` (elastree) or a peer (`btreemap`, `bplustree`, `ferntree`, `congee`, `scc`, `skipmap`, `masstree`, `blart`, `sorted`) |
 //! | `keys` | string | the key set (`rand64`, `mono64`, `email`, ...) |
 //! | `n` | integer | keys in the key set |
 //! | `workload` | string | `load`, `lookup`, `lookup-zipf`, `scan`, `scan-desc`, `delete`, or a YCSB core workload `ycsb-a` ... `ycsb-f` |

@@ -876,7 +876,8 @@ const FLUSHES_PER_ROUND: usize = 64;
 /// crossbeam-epoch's default collector, which frees a retired object only once the global epoch
 /// has advanced past it; garbage of threads that have exited waits in a global queue that each
 /// collection drains a few bags at a time. (`scc::TreeIndex` uses a collector private to the
-/// index, released when the index is dropped.)
+/// index, released when the index is dropped; so does masstree, a `seize` collector that its
+/// adapter's `quiesce` flushes.)
 ///
 /// This waits for a condition, not for a number of attempts: it queues a marker behind
 /// everything retired so far (by this thread and by threads that have exited), then pins
@@ -1071,7 +1072,7 @@ pub struct Samples {
 /// is a multiple of [`LATENCY_SAMPLE_EVERY`].
 #[inline(always)]
 pub fn sampled<R>(samples: &mut Samples, j: usize, op: impl FnOnce() -> R) -> R {
-    if samples.sampling && j % LATENCY_SAMPLE_EVERY == 0 {
+    if samples.sampling && j.is_multiple_of(LATENCY_SAMPLE_EVERY) {
         let start = Instant::now();
         let result = op();
         samples.buffer.push(start.elapsed().as_nanos() as u64);

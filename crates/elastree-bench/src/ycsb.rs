@@ -168,6 +168,11 @@ impl Ycsb {
         self.mix().iter().any(|&(kind, _)| kind == Kind::Insert)
     }
 
+    /// Whether the workload scans (E).
+    pub fn scans(self) -> bool {
+        self.mix().iter().any(|&(kind, _)| kind == Kind::Scan)
+    }
+
     /// Whether the workload only reads (C), so a read-only index can run it.
     pub fn read_only(self) -> bool {
         self.mix().iter().all(|&(kind, _)| kind == Kind::Read)

@@ -450,15 +450,24 @@ fn every_index_works_on_the_new_key_sets() {
                 Key::Bytes(_) => Key::Bytes(&[0xff; 40]),
             };
             assert_eq!(index.get(absent), None, "{ctx}: absent key");
-            for rank in (0..N).step_by(97) {
-                let mut seen = Vec::new();
-                let start = keys.key(order[rank] as usize);
-                let got = index.scan(start, SCAN, &mut |k, tid| seen.push((k.to_bytes(), tid)));
-                let want = SCAN.min(N - rank);
-                assert_eq!(got, want, "{ctx}: scan from rank {rank}");
-                for (j, (k, tid)) in seen.iter().enumerate() {
-                    assert_eq!(k, &sorted[rank + j], "{ctx}: scan from rank {rank}");
-                    assert_eq!(*tid, u64::from(order[rank + j]), "{ctx}");
+            if index
+                .supports_workload(elastree_bench::workload::Workload::Scan)
+                .is_err()
+            {
+                // masstree refuses scans on variable-length keys; nothing else does.
+                assert_eq!(spec, IndexSpec::Peer(Peer::MassTree), "{ctx}: no scans");
+                assert_eq!(kind.width(), KeyWidth::Variable, "{ctx}: no scans");
+            } else {
+                for rank in (0..N).step_by(97) {
+                    let mut seen = Vec::new();
+                    let start = keys.key(order[rank] as usize);
+                    let got = index.scan(start, SCAN, &mut |k, tid| seen.push((k.to_bytes(), tid)));
+                    let want = SCAN.min(N - rank);
+                    assert_eq!(got, want, "{ctx}: scan from rank {rank}");
+                    for (j, (k, tid)) in seen.iter().enumerate() {
+                        assert_eq!(k, &sorted[rank + j], "{ctx}: scan from rank {rank}");
+                        assert_eq!(*tid, u64::from(order[rank + j]), "{ctx}");
+                    }
                 }
             }
             if index

@@ -1,13 +1,14 @@
 //! Memory figures: the counting allocator sees what a loaded index holds, and a dropped index
 //! gives it all back (the bplustree and ferntree adapters empty their trees before dropping
-//! them, because those crates free no nodes on drop).
+//! them, because those crates free no nodes on drop; masstree keeps some nodes in a pool of the
+//! thread's own).
 //!
 //! One test in its own binary, so no other test allocates while it measures.
 
 use elastree::IndexKind;
 use elastree_bench::alloc::{self, CountingAlloc};
 use elastree_bench::keys::KeySetKind;
-use elastree_bench::peers::{Budget, IndexSpec};
+use elastree_bench::peers::{Budget, IndexSpec, Peer};
 use elastree_bench::workload::settle_deferred_frees;
 use elastree_testkit::time_limit;
 
@@ -70,8 +71,17 @@ fn loaded_indexes_hold_memory_and_dropped_ones_free_it() {
             drop(index);
             settle_deferred_frees();
             let left = alloc::current().saturating_sub(before);
+            // masstree takes nodes from a pool of the thread's own, refilled 128 nodes at a
+            // time, that returns them to the allocator only when the thread exits: this
+            // thread's pool keeps what building and loading the tree left in it (the bench
+            // loads on threads of their own).
+            let pooled = if spec == IndexSpec::Peer(Peer::MassTree) {
+                256 * 1024
+            } else {
+                0
+            };
             assert!(
-                left <= 64 * 1024,
+                left <= 64 * 1024 + pooled,
                 "{ctx}: {left} bytes still allocated after drop"
             );
         }

@@ -115,14 +115,34 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
         .iter()
         .map(|&i| keys.key(i as usize).to_bytes())
         .collect();
-    check_short_scans(
-        index.as_ref(),
-        &keys,
-        &ops.scan_starts,
-        &sorted,
-        false,
-        &ctx,
-    );
+    let ascending = index.supports_workload(Workload::Scan).is_ok();
+    if ascending {
+        check_ascending_scans(index.as_ref(), &keys, &ops, &sorted, &ctx);
+    } else {
+        assert!(
+            refuses_scans(spec, kind),
+            "{ctx}: only masstree on variable-length keys lacks scans"
+        );
+    }
+    check_descending_scans(index.as_ref(), spec, &keys, &ops, &sorted, &ctx);
+    check_delete(index.as_ref(), &keys, &ops, threads, ascending, &ctx);
+}
+
+/// Whether `spec` refuses every scan on key set `kind`: masstree does on variable-length keys.
+fn refuses_scans(spec: IndexSpec, kind: KeySetKind) -> bool {
+    matches!(spec, IndexSpec::Peer(Peer::MassTree)) && kind.width() == KeyWidth::Variable
+}
+
+/// Ascending scans of `index`, loaded with every key of `keys`: short ones from the scan
+/// starts, a full one, one that runs past the end, and (8-byte keys) one from between keys.
+fn check_ascending_scans(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    ops: &OpStreams,
+    sorted: &[Vec<u8>],
+    ctx: &str,
+) {
+    check_short_scans(index, keys, &ops.scan_starts, sorted, false, ctx);
     // A scan from the smallest key sees everything in order; one near the end stops short.
     let mut all = Vec::new();
     let count = index.scan(keys.key(ops.sorted[0] as usize), N + 10, &mut |k, _| {
@@ -148,17 +168,21 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
             "{ctx}: lower bound"
         );
     }
+}
 
-    // Descending scans: 15 keys, exactly the previous ones in sorted order.
+/// Descending scans of `index` (of `spec`), loaded with every key of `keys`, if it supports
+/// them: short ones from the scan starts, a full one, one that runs past the start, and ones
+/// from between keys.
+fn check_descending_scans(
+    index: &dyn BenchIndex,
+    spec: IndexSpec,
+    keys: &KeySet,
+    ops: &OpStreams,
+    sorted: &[Vec<u8>],
+    ctx: &str,
+) {
     if index.supports_workload(Workload::ScanDesc).is_ok() {
-        check_short_scans(
-            index.as_ref(),
-            &keys,
-            &ops.scan_desc_starts,
-            &sorted,
-            true,
-            &ctx,
-        );
+        check_short_scans(index, keys, &ops.scan_desc_starts, sorted, true, ctx);
         // From the largest key: everything, in reverse; near the start it stops short.
         let mut all = Vec::new();
         let count = index.scan_desc(keys.key(ops.sorted[N - 1] as usize), N + 10, &mut |k, _| {
@@ -201,16 +225,28 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
         }
     } else {
         assert!(
-            matches!(spec, IndexSpec::Peer(Peer::Congee)),
-            "{ctx}: only congee lacks descending scans"
+            matches!(
+                spec,
+                IndexSpec::Peer(Peer::Congee) | IndexSpec::Peer(Peer::MassTree)
+            ),
+            "{ctx}: only congee and masstree lack descending scans"
         );
     }
+}
 
-    // Delete: every key once, then the index is empty.
+/// Delete: every key once, then `index` is empty (as a scan sees it, if it scans).
+fn check_delete(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    ops: &OpStreams,
+    threads: usize,
+    scans: bool,
+    ctx: &str,
+) {
     if index.supports_workload(Workload::Delete).is_err() {
         return;
     }
-    let shared: &dyn BenchIndex = index.as_ref();
+    let shared: &dyn BenchIndex = index;
     let (_, removed) = workload::run_parallel(&ops.deletes, threads, |first, chunk| {
         (first..first + chunk.len())
             .filter(|&j| shared.remove(ops.delete_keys.key(j)))
@@ -219,18 +255,12 @@ fn check_index(spec: IndexSpec, kind: KeySetKind, threads: usize) {
     assert_eq!(removed, N as u64, "{ctx}: removes");
     assert!(!index.remove(keys.key(0)), "{ctx}: second remove");
     assert_eq!(index.get(keys.key(0)), None, "{ctx}: get after delete");
-    assert_eq!(
-        index.scan(keys.key(ops.sorted[0] as usize), 1, &mut |_, _| {}),
-        0,
-        "{ctx}: empty"
-    );
-}
-
-/// A benchmark key of `width` for the key bytes `bytes`.
-fn key_of(width: KeyWidth, bytes: &[u8]) -> Key<'_> {
-    match width {
-        KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(bytes.try_into().expect("8 bytes"))),
-        KeyWidth::Fixed16 | KeyWidth::Variable => Key::Bytes(bytes),
+    if scans {
+        assert_eq!(
+            index.scan(keys.key(ops.sorted[0] as usize), 1, &mut |_, _| {}),
+            0,
+            "{ctx}: empty"
+        );
     }
 }
 
@@ -248,7 +278,8 @@ fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
         let ctx = format!("{spec} on {kind}, {y}");
         if let Err(reason) = probe.supports_workload(Workload::Ycsb(y)) {
             assert!(
-                probe.loads_in_bulk() && !y.read_only(),
+                (probe.loads_in_bulk() && !y.read_only())
+                    || (refuses_scans(spec, kind) && y.scans()),
                 "{ctx} skipped: {reason}"
             );
             continue;
@@ -316,12 +347,23 @@ fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
                 }
             }
         }
-        // The index holds exactly the model's pairs: the loaded keys and the inserted ones.
-        let smallest = model.keys().next().expect("not empty").clone();
+        // The index holds exactly the model's pairs: the loaded keys and the inserted ones (as
+        // a full scan sees them, or lookups of every key of the set where it does not scan).
         let mut all = Vec::new();
-        index.scan(key_of(width, &smallest), usize::MAX, &mut |k, v| {
-            all.push((k.to_bytes(), v))
-        });
+        if refuses_scans(spec, kind) {
+            all.extend((0..keys.len()).filter_map(|i| {
+                let key = keys.key(i);
+                index.get(key).map(|v| (key.to_bytes(), v))
+            }));
+            all.sort();
+        } else {
+            let smallest = model.keys().next().expect("not empty").clone();
+            index.scan(
+                Key::from_bytes(width, &smallest),
+                usize::MAX,
+                &mut |k, v| all.push((k.to_bytes(), v)),
+            );
+        }
         let expected: Vec<(Vec<u8>, u64)> = model.into_iter().collect();
         assert_eq!(all.len(), expected.len(), "{ctx}: keys after the run");
         assert_same_pairs(
@@ -441,9 +483,18 @@ fn the_runner_measures_every_workload_and_reports() {
                     Workload::Ycsb(y) => !y.read_only(),
                     _ => false,
                 };
+                let scans = match m.workload {
+                    Workload::Scan | Workload::ScanDesc => true,
+                    Workload::Ycsb(y) => y.scans(),
+                    _ => false,
+                };
                 let expected = (m.index == "congee"
                     && (m.keys.width() != KeyWidth::Fixed8 || m.workload == Workload::ScanDesc))
-                    || (m.index == "btreemap" && m.threads > 1)
+                    || (m.index == "masstree"
+                        && ((m.keys.width() == KeyWidth::Variable && scans)
+                            || (m.keys.width() != KeyWidth::Fixed8
+                                && m.workload == Workload::ScanDesc)))
+                    || (["btreemap", "blart"].contains(&m.index.as_str()) && m.threads > 1)
                     || (["sorted", "static"].contains(&m.index.as_str()) && read_only_misfit);
                 assert!(expected, "{ctx} skipped: {reason}");
             }

@@ -479,7 +479,7 @@ fn decode_hex(digits: &str, token: &str) -> Result<Vec<u8>, ParseError> {
             bad,
         });
     }
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(ParseError::OddHex {
             token: token.to_owned(),
         });

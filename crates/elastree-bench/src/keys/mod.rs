@@ -56,12 +56,35 @@ pub enum Key<'a> {
     Bytes(&'a [u8]),
 }
 
-impl Key<'_> {
+impl<'a> Key<'a> {
     /// The key's bytes in index order (big-endian for integer keys).
     pub fn to_bytes(self) -> Vec<u8> {
         match self {
             Key::U64(v) => v.to_be_bytes().to_vec(),
             Key::Bytes(b) => b.to_vec(),
+        }
+    }
+
+    /// Calls `f` with the key's bytes in index order (big-endian for integer keys), without
+    /// allocating.
+    #[inline]
+    pub fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Key::U64(v) => f(&v.to_be_bytes()),
+            Key::Bytes(b) => f(b),
+        }
+    }
+
+    /// The key of a key set of `width` whose bytes in index order are `bytes`: the inverse of
+    /// [`Key::to_bytes`]. Panics if `width` is [`KeyWidth::Fixed8`] and `bytes` is not 8 bytes
+    /// long.
+    #[inline]
+    pub fn from_bytes(width: KeyWidth, bytes: &'a [u8]) -> Self {
+        match width {
+            KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(
+                bytes.try_into().expect("an 8-byte key is 8 bytes long"),
+            )),
+            KeyWidth::Fixed16 | KeyWidth::Variable => Key::Bytes(bytes),
         }
     }
 }

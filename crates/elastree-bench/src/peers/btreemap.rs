@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Mutex;
 
-use super::{peer_key_check, visit_entries, BenchIndex, Peer, PeerKey};
+use super::{lock_unpoisoned, peer_key_check, visit_entries, BenchIndex, Peer, PeerKey};
 use crate::keys::{Key, KeySetKind};
 
 /// `std::collections::BTreeMap` behind a mutex. Single-threaded only: the mutex is always
@@ -23,9 +23,7 @@ impl<K: PeerKey> StdBTreeMap<K> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<K, u64>> {
-        self.map
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock_unpoisoned(&self.map)
     }
 }
 

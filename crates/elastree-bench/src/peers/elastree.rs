@@ -193,26 +193,6 @@ impl Elastree {
         })
     }
 
-    #[inline]
-    fn with_bytes<R>(key: Key<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
-        match key {
-            Key::U64(v) => f(&v.to_be_bytes()),
-            Key::Bytes(b) => f(b),
-        }
-    }
-
-    #[inline]
-    fn decode(width: KeyWidth, bytes: &[u8]) -> Key<'_> {
-        match width {
-            KeyWidth::Fixed8 => Key::U64(u64::from_be_bytes(
-                bytes
-                    .try_into()
-                    .expect("a fixed-8 index returns 8-byte keys"),
-            )),
-            KeyWidth::Fixed16 | KeyWidth::Variable => Key::Bytes(bytes),
-        }
-    }
-
     /// Whether `key` has a length this index could hold. A fixed-length elastree index
     /// refuses other lengths with an error; for a lookup or a removal such a key is simply
     /// absent.
@@ -259,7 +239,7 @@ impl BenchIndex for Elastree {
             return Err(format!("{} does not load in bulk", self.name));
         };
         let mut pairs = keys.sorted_order().into_iter().map(|i| {
-            let key = Self::with_bytes(keys.key(i as usize), <[u8]>::to_vec);
+            let key = keys.key(i as usize).with_bytes(<[u8]>::to_vec);
             (key, u64::from(i))
         });
         self.index = Held::Local(
@@ -272,7 +252,7 @@ impl BenchIndex for Elastree {
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {
-        if let Err(e) = Self::with_bytes(key, |k| self.index().insert(k, value)) {
+        if let Err(e) = key.with_bytes(|k| self.index().insert(k, value)) {
             panic!("elastree {} insert failed: {e}", self.name);
         }
     }
@@ -282,38 +262,40 @@ impl BenchIndex for Elastree {
         if !self.may_hold(key) {
             return None;
         }
-        Self::with_bytes(key, |k| self.index().get(k))
+        key.with_bytes(|k| self.index().get(k))
             .unwrap_or_else(|e| panic!("elastree {} get failed: {e}", self.name))
     }
 
     #[inline]
     fn scan(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         let width = self.width;
-        Self::with_bytes(start, |k| {
-            self.index().scan(
-                Bound::Included(k),
-                Bound::Unbounded,
-                Direction::Ascending,
-                n,
-                &mut |key, tid| visit(Self::decode(width, key), tid),
-            )
-        })
-        .unwrap_or_else(|e| panic!("elastree {} scan failed: {e}", self.name))
+        start
+            .with_bytes(|k| {
+                self.index().scan(
+                    Bound::Included(k),
+                    Bound::Unbounded,
+                    Direction::Ascending,
+                    n,
+                    &mut |key, tid| visit(Key::from_bytes(width, key), tid),
+                )
+            })
+            .unwrap_or_else(|e| panic!("elastree {} scan failed: {e}", self.name))
     }
 
     #[inline]
     fn scan_desc(&self, start: Key<'_>, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
         let width = self.width;
-        Self::with_bytes(start, |k| {
-            self.index().scan(
-                Bound::Unbounded,
-                Bound::Included(k),
-                Direction::Descending,
-                n,
-                &mut |key, tid| visit(Self::decode(width, key), tid),
-            )
-        })
-        .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.name))
+        start
+            .with_bytes(|k| {
+                self.index().scan(
+                    Bound::Unbounded,
+                    Bound::Included(k),
+                    Direction::Descending,
+                    n,
+                    &mut |key, tid| visit(Key::from_bytes(width, key), tid),
+                )
+            })
+            .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.name))
     }
 
     #[inline]
@@ -321,7 +303,7 @@ impl BenchIndex for Elastree {
         if !self.may_hold(key) {
             return false;
         }
-        Self::with_bytes(key, |k| self.index().remove(k))
+        key.with_bytes(|k| self.index().remove(k))
             .unwrap_or_else(|e| panic!("elastree {} remove failed: {e}", self.name))
             .is_some()
     }

@@ -1,6 +1,7 @@
 //! Every index under measurement behind one trait, [`BenchIndex`]: elastree's kinds and the
 //! peers (std `BTreeMap`, `bplustree`, `ferntree`, `congee`, `scc::TreeIndex`,
-//! `crossbeam_skiplist::SkipMap` and a sorted array as the compactness bound).
+//! `crossbeam_skiplist::SkipMap`, `masstree`, `blart` and a sorted array as the compactness
+//! bound), one module each.
 //!
 //! For 8-byte key sets the peers are instantiated with `u64` keys and elastree with
 //! [`KeyLen::Fixed`]`(8)` big-endian byte keys; big-endian byte order equals numeric order, so
@@ -8,13 +9,16 @@
 //! and elastree [`KeyLen::Fixed`]`(16)`; for every other key set (20- and 28-byte and
 //! variable-length) the peers use `Vec<u8>` keys and elastree [`KeyLen::Variable`]. Byte-string
 //! keys compare lexicographically, as elastree orders them. `congee` takes only 8-byte keys and
-//! refuses the other sets.
+//! refuses the other sets. `masstree` takes byte strings of every width (8-byte keys as their
+//! big-endian bytes); `blart` stores 8- and 16-byte keys as byte arrays and the others in a
+//! prefix-free encoding (an ART holds no key that is a prefix of another).
 //!
 //! [`KeyLen::Fixed`]: ::elastree::KeyLen::Fixed
 //! [`KeyLen::Variable`]: ::elastree::KeyLen::Variable
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard};
 
 use std::any::Any;
 
@@ -25,21 +29,25 @@ use crate::cluster;
 use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use crate::workload::Workload;
 
+mod blart;
 mod bplustree;
 mod btreemap;
 mod congee;
 mod elastree;
 mod ferntree;
+mod masstree;
 mod raw_iter;
 mod scc;
 mod skipmap;
 mod sorted;
 
+pub use self::blart::{ArtKey, Blart, PrefixFree};
 pub use self::bplustree::BPlus;
 pub use self::btreemap::StdBTreeMap;
 pub use self::congee::Art;
 pub use self::elastree::{parse_bytes, Budget, Elastree, SeqTreeTuning};
 pub use self::ferntree::Fern;
+pub use self::masstree::Mass;
 pub use self::scc::SccTree;
 pub use self::skipmap::Skip;
 pub use self::sorted::SortedArray;
@@ -138,6 +146,10 @@ pub enum Peer {
     Scc,
     /// `crossbeam_skiplist::SkipMap`: a lock-free skip list.
     SkipMap,
+    /// The `masstree` crate: a concurrent trie of B+-trees.
+    MassTree,
+    /// The `blart` crate: an adaptive radix tree behind a mutex (single thread only).
+    Blart,
     /// A sorted array built by one bulk sort: the compactness bound, read-only.
     Sorted,
 }
@@ -151,6 +163,8 @@ impl Peer {
         Peer::Congee,
         Peer::Scc,
         Peer::SkipMap,
+        Peer::MassTree,
+        Peer::Blart,
         Peer::Sorted,
     ];
 
@@ -163,6 +177,8 @@ impl Peer {
             Peer::Congee => "congee",
             Peer::Scc => "scc",
             Peer::SkipMap => "skipmap",
+            Peer::MassTree => "masstree",
+            Peer::Blart => "blart",
             Peer::Sorted => "sorted",
         }
     }
@@ -266,6 +282,12 @@ impl IndexSpec {
             (IndexSpec::Peer(Peer::Scc), _) => Box::new(SccTree::<Vec<u8>>::new()),
             (IndexSpec::Peer(Peer::SkipMap), KeyWidth::Fixed8) => Box::new(Skip::<u64>::new()),
             (IndexSpec::Peer(Peer::SkipMap), _) => Box::new(Skip::<Vec<u8>>::new()),
+            (IndexSpec::Peer(Peer::MassTree), _) => Box::new(Mass::new(width)),
+            (IndexSpec::Peer(Peer::Blart), KeyWidth::Fixed8) => Box::new(Blart::<[u8; 8]>::new()),
+            (IndexSpec::Peer(Peer::Blart), KeyWidth::Fixed16) => Box::new(Blart::<[u8; 16]>::new()),
+            (IndexSpec::Peer(Peer::Blart), KeyWidth::Variable) => {
+                Box::new(Blart::<PrefixFree>::new())
+            }
             (IndexSpec::Peer(Peer::Sorted), _) => Box::new(SortedArray::new(width)),
         })
     }
@@ -408,6 +430,14 @@ fn peer_key_check<K: PeerKey>(name: &str, keys: KeySetKind) -> Result<(), String
             keys.width()
         ))
     }
+}
+
+/// Locks the mutex of a single-threaded peer (always uncontended), whether or not a panic
+/// poisoned it.
+fn lock_unpoisoned<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Visits the first `n` of `entries`; returns how many it visited.

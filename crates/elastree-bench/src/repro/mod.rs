@@ -93,8 +93,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "btree-baseline",
         about: "elastree's B+-tree (btree) vs BTreeMap, bplustree, ferntree, congee, scc, \
-                SkipMap and a sorted array on every key set: load, lookup, scan, delete and \
-                bytes per key, one thread",
+                SkipMap, masstree, blart and a sorted array on every key set: load, lookup, \
+                scan, delete and bytes per key, one thread",
         base_n: 1_000_000,
         min_n: crate::workload::DEFAULT_SCAN_LEN,
         run: baseline::run,
