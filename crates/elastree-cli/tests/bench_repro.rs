@@ -179,6 +179,68 @@ fn repro_btree_baseline_writes_the_report_and_plots() {
         "rows of {indexes:?}:\n{rows}"
     );
     assert!(dir.join("results.csv").exists(), "no results.csv");
+
+    // The terminal gets the summary: btree's ratios to btreemap per key set and workload.
+    let stdout = text(&out.stdout);
+    let header = summary_header(&stdout, &dir);
+    let words: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        words,
+        [
+            "keys",
+            "load",
+            "lookup",
+            "lookup-zipf",
+            "scan",
+            "delete",
+            "bytes/key",
+            "btree",
+            "(btreemap)"
+        ],
+        "{stdout}"
+    );
+    for keys in elastree_bench::keys::KeySetKind::BASELINE {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", keys.name())))
+            .unwrap_or_else(|| panic!("no {keys} row in the summary:\n{stdout}"));
+        assert_eq!(row.split_whitespace().count(), words.len() - 1, "{row}");
+    }
+}
+
+/// Checks that `stdout` of a repro run into `out` ends with the summary rendered as plain
+/// text (a table whose first column is `keys`, a rule under its header, no Markdown left),
+/// then the file count and the report's path; returns the table's header line.
+fn summary_header<'a>(stdout: &'a str, out: &std::path::Path) -> &'a str {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("keys "))
+        .unwrap_or_else(|| panic!("no summary table on stdout:\n{stdout}"));
+    assert!(
+        lines.get(at + 1).is_some_and(|l| l.starts_with("----")),
+        "no rule under the summary's header:\n{stdout}"
+    );
+    for markdown in ["| keys |", "|---", "**", "`"] {
+        assert!(
+            !stdout.contains(markdown),
+            "{markdown} on stdout:\n{stdout}"
+        );
+    }
+    let report = format!("report: {}", out.join("report.md").display());
+    let end = lines
+        .iter()
+        .position(|l| *l == report)
+        .unwrap_or_else(|| panic!("no {report:?} on stdout:\n{stdout}"));
+    assert!(
+        end > at,
+        "the report's path comes after the summary:\n{stdout}"
+    );
+    assert!(
+        lines[end - 1].contains(&format!("files to {}", out.display())),
+        "{stdout}"
+    );
+    lines[at]
 }
 
 /// The PNG files a report embeds (`![...](file.png)`).
@@ -273,6 +335,7 @@ fn repro_at_a_tiny_scale(name: &str) {
         readme.to_str().unwrap(),
     ]);
     assert!(run.status.success(), "{name}: {}", printed(&run));
+    summary_header(&text(&run.stdout), &out);
 
     let report = fs::read_to_string(out.join("report.md"))
         .unwrap_or_else(|e| panic!("{name}: report.md: {e}"));

@@ -1,6 +1,7 @@
 //! Suite experiments: a [`RunConfig`] of the benchmark, measured by [`cli::measure`] and
 //! reported as a table of medians with min-max and ratios against `btreemap`, one grouped
-//! bar chart per workload (`<workload>.png`), `memory.png` with bytes per key, and the raw
+//! bar chart per workload (`<workload>.png`, medians with min-max error bars), `memory.png`
+//! with bytes per key (measured once: no error bars), and the raw
 //! rows (`results.jsonl`, `results.csv`; fields: see [`crate::report`]).
 //!
 //! `btree-baseline` is the suite of elastree's B+-tree against every peer on the baseline
@@ -8,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::plots::{draw_grouped_bars, Series};
+use super::plots::{draw_grouped_bars, Point, Series};
 use super::{ExperimentContext, Report};
 use crate::cli;
 use crate::keys::KeySetKind;
@@ -106,7 +107,7 @@ pub fn write_suite(
                 .row(index, keys, workload)
                 .filter(|m| m.status == Status::Ok)
                 .and_then(|m| Summary::of(&m.mops))
-                .map(|s| s.median)
+                .map(Point::from)
         });
         draw_grouped_bars(&ctx.out.join(&file), &title, &suite.keyset_names(), &series)
             .map_err(|e| format!("{file}: {e}"))?;
@@ -120,7 +121,7 @@ pub fn write_suite(
         "{}: bytes per key after the load (counting allocator), n={}",
         suite.name, cfg.n
     );
-    let series = suite.series(|index, keys| suite.bytes_per_key(index, keys).0);
+    let series = suite.series(|index, keys| suite.bytes_per_key(index, keys).0.map(Point::from));
     draw_grouped_bars(&ctx.out.join(&file), &title, &suite.keyset_names(), &series)
         .map_err(|e| format!("{file}: {e}"))?;
     report
@@ -160,8 +161,8 @@ impl Suite<'_> {
         self.cfg.keysets.iter().map(|k| k.name()).collect()
     }
 
-    /// One value per index per key set, in the configuration's orders.
-    fn series(&self, value: impl Fn(&str, KeySetKind) -> Option<f64>) -> Vec<Series> {
+    /// One point per index per key set, in the configuration's orders.
+    fn series(&self, value: impl Fn(&str, KeySetKind) -> Option<Point>) -> Vec<Series> {
         self.labels
             .iter()
             .map(|label| {

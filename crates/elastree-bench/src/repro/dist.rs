@@ -36,7 +36,7 @@ use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::{DistIndex, DistKind, DistOptions, DistStats, RebalanceReport};
 
 use super::document::{targets_table_of, Target};
-use super::plots::{draw_grouped_bars, Series};
+use super::plots::{draw_grouped_bars, Point, Series};
 use super::{ExperimentContext, Report};
 use crate::cluster::{self, LocalClusterGuard};
 use crate::keys::{KeySet, KeySetKind};
@@ -146,6 +146,15 @@ pub struct Row {
 impl Row {
     fn median(&self) -> Option<f64> {
         self.mops_median
+    }
+
+    /// The throughput's median, minimum and maximum over the runs.
+    fn mops(&self) -> Option<Summary> {
+        Some(Summary {
+            median: self.mops_median?,
+            min: self.mops_min?,
+            max: self.mops_max?,
+        })
     }
 }
 
@@ -483,7 +492,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
     let n = ctx.n;
     let ops = ops_per_run(n);
 
-    // The plot: one-thread throughput per workload, both kinds, both cluster sizes.
+    // The plot: one-thread throughput per workload, both kinds, both cluster sizes; the
+    // runs' ranges as error bars.
     let categories: Vec<&str> = Ycsb::ALL.iter().map(|y| y.name()).collect();
     let series: Vec<Series> = MASTERS
         .iter()
@@ -491,8 +501,8 @@ fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report, String> {
             KINDS.iter().map(move |&kind| {
                 let values = Ycsb::ALL
                     .iter()
-                    .map(|&y| find(rows, kind, masters, 1, y).and_then(Row::median))
-                    .map(|v| v.map(|mops| mops * 1e3))
+                    .map(|&y| find(rows, kind, masters, 1, y).and_then(Row::mops))
+                    .map(|s| s.map(|s| Point::from(s).scaled(1e3)))
                     .collect();
                 (format!("{kind}, {masters} masters"), values)
             })

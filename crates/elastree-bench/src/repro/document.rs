@@ -134,6 +134,11 @@ pub fn report_markdown(facts: &RunFacts<'_>, report: &Report) -> String {
         let _ = write!(w, "\n## {heading}\n\n{body}");
     }
     let _ = writeln!(w, "\n## Plots\n");
+    let _ = writeln!(
+        w,
+        "Where a measurement was repeated, its bar or point is the median and its error bar \
+         spans the smallest to the largest repetition.\n"
+    );
     for (what, file) in &report.plots {
         let _ = writeln!(w, "### {what}\n\n![{what}]({file})\n");
     }

@@ -24,13 +24,14 @@ use super::grow_shrink::{
     SORTED_LEFT_OUT,
 };
 use super::variants::{
-    elastic_activity, fmt_ratio, loaded_bytes, measure_variants, median_mops, memory_table,
+    elastic_activity, fmt_ratio, loaded_bytes, measure_variants, memory_table, mops_summary,
     own_bytes, ratio, Variant, ELASTIC,
 };
 use super::{ExperimentContext, Report};
 use crate::growshrink::{GrowShrinkConfig, Phase};
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{Budget, IndexSpec, Peer, SeqTreeTuning};
+use crate::report::Summary;
 use crate::workload::{Measurement, RunConfig, Workload, DEFAULT_SCAN_LEN};
 use crate::ycsb::{self, Ycsb};
 
@@ -122,7 +123,7 @@ fn mean_ratio(
     (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64)
 }
 
-fn median_of(s: Option<crate::report::Summary>) -> Option<f64> {
+fn median_of(s: Option<Summary>) -> Option<f64> {
     s.map(|s| s.median)
 }
 
@@ -324,7 +325,12 @@ impl VariantSuite {
 
     /// The median throughput of `label` under `workload`.
     pub fn mops(&self, label: &str, workload: Workload) -> Option<f64> {
-        median_mops(&self.rows, label, self.keys(), workload)
+        self.mops_summary(label, workload).map(|s| s.median)
+    }
+
+    /// The median, minimum and maximum throughput of `label` under `workload`.
+    pub fn mops_summary(&self, label: &str, workload: Workload) -> Option<Summary> {
+        mops_summary(&self.rows, label, self.keys(), workload)
     }
 
     /// The bytes `label` held once loaded, by its own accounting or the allocator's.

@@ -18,7 +18,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::document::{targets_table, Target};
-use super::plots::{draw_lines, LineChart, Series};
+use super::plots::{self, draw_lines, LineChart, Series};
 use super::{ExperimentContext, Report};
 use crate::alloc;
 use crate::growshrink::{self, GrowShrinkConfig, Phase, Point};
@@ -852,7 +852,7 @@ impl GrowShrinkRun<'_> {
         let steps = self.steps();
         let labels: Vec<String> = steps.iter().map(|&(_, items)| fmt_items(items)).collect();
         let curves: Vec<&Curve> = self.curves_of(keys).collect();
-        let series = |phase: Option<Phase>, value: &dyn Fn(&Step) -> Option<f64>| -> Vec<Series> {
+        let series = |phase: Option<Phase>, value: &StepValue<'_>| -> Vec<Series> {
             curves
                 .iter()
                 .map(|c| {
@@ -880,17 +880,18 @@ impl GrowShrinkRun<'_> {
                 .collect()
         };
         let (grow_labels, shrink_labels) = (in_phase(Phase::Grow), in_phase(Phase::Shrink));
-        let median = |s: Option<Summary>| s.map(|s| s.median);
         let both = "items in the index (grow, then shrink)";
         let memory_desc = if alloc::installed() {
             "MiB (counting allocator)"
         } else {
             "MiB (the index's own accounting)"
         };
-        let memory = |s: &Step| s.bytes().map(|b| b / MIB);
-        let lookup = |s: &Step| median(s.lookup);
-        let scan = |s: &Step| median(s.scan);
-        let update = |s: &Step| median(s.update);
+        // Throughputs: medians with the repetitions' ranges as error bars; memory (the same
+        // every repetition) has none.
+        let memory = |s: &Step| s.bytes().map(|b| plots::Point::from(b / MIB));
+        let lookup = |s: &Step| s.lookup.map(plots::Point::from);
+        let scan = |s: &Step| s.scan.map(plots::Point::from);
+        let update = |s: &Step| s.update.map(plots::Point::from);
         let plots = [
             PlotSpec {
                 what: "memory",
@@ -972,8 +973,12 @@ struct PlotSpec<'a> {
     x_desc: &'a str,
     x_labels: &'a [String],
     phase: Option<Phase>,
-    value: &'a dyn Fn(&Step) -> Option<f64>,
+    value: &'a StepValue<'a>,
 }
+
+/// What a line plot of a key set shows of each step: a point, with the repetitions' range
+/// where there is one.
+type StepValue<'a> = dyn Fn(&Step) -> Option<plots::Point> + 'a;
 
 #[cfg(test)]
 mod tests {

@@ -42,7 +42,7 @@ use serde::Serialize;
 
 use super::document::{targets_table_of, Target};
 use super::grow_shrink::fmt_items;
-use super::plots::{draw_grouped_bars, draw_lines, LineChart, Series};
+use super::plots::{draw_grouped_bars, draw_lines, plain, LineChart, Point, Series};
 use super::variants::{fmt_ratio, ratio};
 use super::{ExperimentContext, Report};
 use crate::alloc;
@@ -173,6 +173,17 @@ impl Cells {
             })
             .filter(|c| c.failed.is_none())
             .and_then(|c| Summary::of(&c.values))
+    }
+
+    /// The cell `at` for a plot: its median with the repetitions' range as an error bar, or
+    /// without a range for a memory figure (the same every repetition).
+    pub fn point(&self, at: At<'_>) -> Option<Point> {
+        let s = self.summary(at)?;
+        Some(if is_memory(at.3) {
+            Point::from(s.median)
+        } else {
+            Point::from(s)
+        })
     }
 
     /// The median of the cell `at`.
@@ -545,8 +556,8 @@ fn all_hold(
     }
 }
 
-/// Draws a grouped bar chart `file` (key sets as groups, `labels` as bars) of the median of
-/// `measure` and adds it to `plots`.
+/// Draws a grouped bar chart `file` (key sets as groups, `labels` as bars) of `measure` (see
+/// [`Cells::point`]) and adds it to `plots`.
 #[allow(clippy::too_many_arguments)]
 fn bars(
     ctx: &ExperimentContext<'_>,
@@ -564,7 +575,7 @@ fn bars(
         .map(|&label| {
             let values = KEYSETS
                 .iter()
-                .map(|&keys| cells.median((label, keys, unique, measure)))
+                .map(|&keys| cells.point((label, keys, unique, measure)))
                 .collect();
             (label.to_string(), values)
         })
@@ -585,6 +596,11 @@ fn line_plot(
     draw_lines(&ctx.out.join(&file), chart).map_err(|e| format!("{file}: {e}"))?;
     plots.push((chart.title.to_string(), file));
     Ok(())
+}
+
+/// Whether `measure` is a memory figure (measured once per load, the same every repetition).
+fn is_memory(measure: &str) -> bool {
+    measure == OWN || measure == ALLOC
 }
 
 // Measure names.
@@ -1022,10 +1038,10 @@ pub(super) fn run_merge(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             .iter()
             .enumerate()
             .map(|(rep, records)| {
+                // One line per repetition, each merge measured once: no error bars.
                 let values = (0..first.len())
-                    .map(|i| records.get(i).map(|m| m.duration.as_secs_f64() * 1e3))
-                    .collect();
-                (format!("repetition {}", rep + 1), values)
+                    .map(|i| records.get(i).map(|m| m.duration.as_secs_f64() * 1e3));
+                plain(format!("repetition {}", rep + 1), values)
             })
             .collect();
         let file = format!("merge-{kind}.png");
@@ -1051,10 +1067,8 @@ pub(super) fn run_merge(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             .iter()
             .filter_map(|(kind, runs)| {
                 let first = runs.first()?;
-                let values = (0..longest)
-                    .map(|i| first.get(i).map(ns_per_entry))
-                    .collect();
-                Some((kind.name().to_string(), values))
+                let values = (0..longest).map(|i| first.get(i).map(ns_per_entry));
+                Some(plain(kind.name().to_string(), values))
             })
             .collect();
         let file = "merge-ns-per-entry.png".to_string();
@@ -1715,13 +1729,14 @@ pub(super) fn run_ratio(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
 
     let cell = |label: &str, measure| cells.median((label, kind, true, measure));
     let x_labels: Vec<String> = RATIOS.iter().map(|r| r.to_string()).collect();
-    let along = |measure| -> Vec<Option<f64>> {
+    let point = |label: &str, measure| cells.point((label, kind, true, measure));
+    let along = |measure| -> Vec<Option<Point>> {
         RATIOS
             .iter()
-            .map(|&r| cell(&ratio_label(r), measure))
+            .map(|&r| point(&ratio_label(r), measure))
             .collect()
     };
-    let flat = |measure| vec![cell("btree", measure); RATIOS.len()];
+    let flat = |measure| vec![point("btree", measure); RATIOS.len()];
     let series: Vec<Series> = vec![
         ("hybrid insert-only".to_string(), along(INSERT_ONLY)),
         ("btree insert-only".to_string(), flat(INSERT_ONLY)),
@@ -2121,10 +2136,11 @@ pub(super) fn run_latency(ctx: &ExperimentContext<'_>) -> Result<Report, String>
     for (label, slug, timeline) in &first_timelines {
         let (x_labels, max, merging) = timeline.bins();
         let top = max.iter().flatten().copied().fold(0.0f64, f64::max) * 1.05;
-        let marks = merging.iter().map(|&m| m.then_some(top)).collect();
+        let marks = merging.iter().map(|&m| m.then_some(top));
+        // One repetition's stream: no error bars.
         let series: Vec<Series> = vec![
-            ("max latency".to_string(), max),
-            ("merge running".to_string(), marks),
+            plain("max latency".to_string(), max),
+            plain("merge running".to_string(), marks),
         ];
         let file = format!("latency-{slug}.png");
         let title =

@@ -13,6 +13,10 @@
 //!   figure to compare with), the plots and a note on the raw rows (`results.jsonl` and
 //!   `results.csv`).
 //!
+//! The run ends by printing the summary for a terminal ([`terminal`]: tables as aligned
+//! columns, no Markdown marks), then the output directory, its file count and the report's
+//! path.
+//!
 //! With `--update-readme` the run also replaces the README's block between
 //! `<!-- results:<experiment> begin -->` and `<!-- results:<experiment> end -->` with the
 //! summary, the machine, the command and a link to the full report.
@@ -52,6 +56,7 @@ pub mod grow_shrink;
 pub mod hybrid;
 pub mod plots;
 pub mod seqtree_sweep;
+pub mod terminal;
 pub mod variants;
 
 use std::fs;
@@ -397,16 +402,7 @@ pub fn run(args: &ReproArgs, command: &str) -> ExitCode {
         eprintln!("elastree repro: writing {}: {e}", report_path.display());
         return ExitCode::FAILURE;
     }
-    let files: Vec<String> = std::iter::once("report.md")
-        .chain(report.files.iter().map(String::as_str))
-        .map(|f| out.join(f).display().to_string())
-        .collect();
-    println!(
-        "elastree repro {}: done in {}; wrote {}",
-        experiment.name,
-        fmt_duration(facts.elapsed),
-        files.join(", ")
-    );
+    print!("{}", final_words(&facts, &report, &out, terminal::width()));
     if args.update_readme {
         if let Err(e) = update_readme(&args.readme, &facts, &report, &report_path) {
             eprintln!("elastree repro: updating {}: {e}", args.readme.display());
@@ -426,6 +422,22 @@ pub fn run(args: &ReproArgs, command: &str) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// What `elastree repro` prints once the report is written: a heading, the summary rendered
+/// for a terminal `width` columns wide, then where the files went and the report's path.
+fn final_words(facts: &RunFacts<'_>, report: &Report, out: &Path, width: usize) -> String {
+    let name = facts.experiment.name;
+    format!(
+        "\nelastree repro {name} ({})\n\n{}\n\
+         elastree repro {name}: done in {}; wrote {} files to {}\nreport: {}\n",
+        report.size,
+        terminal::render(report.summary.trim(), width),
+        fmt_duration(facts.elapsed),
+        report.files.len() + 1,
+        out.display(),
+        out.join("report.md").display()
+    )
 }
 
 /// Replaces the experiment's results block in the README at `readme` with this run's.
@@ -468,16 +480,8 @@ mod tests {
         assert!(scaled_n(e, 1e6).unwrap_err().contains("too many"));
     }
 
-    #[test]
-    fn readme_update_splices_the_run_into_its_block() {
-        let dir = std::env::temp_dir().join(format!("elastree-readme-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let readme = dir.join("README.md");
-        fs::write(
-            &readme,
-            "# p\n<!-- results:grow-shrink begin -->\nold\n<!-- results:grow-shrink end -->\n",
-        )
-        .unwrap();
+    /// A finished grow-shrink run of 1000 keys with a one-row summary.
+    fn grow_shrink_run() -> (RunFacts<'static>, Report) {
         let facts = RunFacts {
             experiment: find("grow-shrink").unwrap(),
             command: "elastree repro grow-shrink",
@@ -494,6 +498,35 @@ mod tests {
             summary: "| a | b |\n|---|---|\n| 1 | 2 |\n".to_string(),
             ..Report::default()
         };
+        (facts, report)
+    }
+
+    #[test]
+    fn the_run_ends_with_the_summary_then_the_files() {
+        let (facts, mut report) = grow_shrink_run();
+        report.summary = format!("How to read **it**.\n\n{}", report.summary);
+        report.files = vec!["results.jsonl".to_string(), "a.png".to_string()];
+        let text = final_words(&facts, &report, Path::new("/tmp/r"), 80);
+        assert_eq!(
+            text,
+            "\nelastree repro grow-shrink (1000 keys per key set)\n\n\
+             How to read it.\n\na  b\n-  -\n1  2\n\n\
+             elastree repro grow-shrink: done in 1m 01s; wrote 3 files to /tmp/r\n\
+             report: /tmp/r/report.md\n"
+        );
+    }
+
+    #[test]
+    fn readme_update_splices_the_run_into_its_block() {
+        let dir = std::env::temp_dir().join(format!("elastree-readme-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let readme = dir.join("README.md");
+        fs::write(
+            &readme,
+            "# p\n<!-- results:grow-shrink begin -->\nold\n<!-- results:grow-shrink end -->\n",
+        )
+        .unwrap();
+        let (facts, report) = grow_shrink_run();
         let report_path = dir.join("results/grow-shrink/report.md");
         update_readme(&readme, &facts, &report, &report_path).unwrap();
         let text = fs::read_to_string(&readme).unwrap();

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::document::Target;
 use super::elastic::{single_thread, VariantSuite, BTREE, SEQTREE, SEQTREE_MAX_BYTES_PER_KEY};
-use super::plots::{draw_lines, LineChart, Series};
+use super::plots::{draw_lines, LineChart, Point, Series};
 use super::variants::{fmt_ratio, ratio, Variant};
 use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
@@ -267,31 +267,29 @@ impl Sweep {
     ) -> Result<Vec<(String, String)>, String> {
         let x_labels: Vec<String> = self.points.iter().map(|(x, _)| x.clone()).collect();
         let n = suite.base.n as f64;
-        let along = |value: &dyn Fn(&str) -> Option<f64>| -> Vec<Option<f64>> {
+        let along = |value: &dyn Fn(&str) -> Option<Point>| -> Vec<Option<Point>> {
             self.points.iter().map(|(_, label)| value(label)).collect()
         };
-        let flat = |v: Option<f64>| vec![v; self.points.len()];
+        let flat = |v: Option<Point>| vec![v; self.points.len()];
+        // Throughput: medians with the repetitions' ranges; memory is the same every
+        // repetition, so it has none.
+        let mops = |label: &str, wl| suite.mops_summary(label, wl).map(Point::from);
         let throughput: Vec<Series> = [(Workload::Load, "insert"), (Workload::Lookup, "lookup")]
             .into_iter()
             .flat_map(|(wl, name)| {
                 [
-                    (format!("seqtree {name}"), along(&|l| suite.mops(l, wl))),
-                    (format!("btree {name}"), flat(suite.mops("btree", wl))),
+                    (format!("seqtree {name}"), along(&|l| mops(l, wl))),
+                    (format!("btree {name}"), flat(mops("btree", wl))),
                 ]
             })
             .collect();
+        let per_key = |label: &str, own| suite.bytes(label, own).map(|b| Point::from(b / n));
         let memory: Vec<Series> = [(true, "own"), (false, "alloc")]
             .into_iter()
             .flat_map(|(own, name)| {
                 [
-                    (
-                        format!("seqtree ({name})"),
-                        along(&|l| suite.bytes(l, own).map(|b| b / n)),
-                    ),
-                    (
-                        format!("btree ({name})"),
-                        flat(suite.bytes("btree", own).map(|b| b / n)),
-                    ),
+                    (format!("seqtree ({name})"), along(&|l| per_key(l, own))),
+                    (format!("btree ({name})"), flat(per_key("btree", own))),
                 ]
             })
             .collect();

@@ -15,7 +15,7 @@ use elastree::elastic::ElasticStats;
 use crate::cli;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
-use crate::report::sort_for_report;
+use crate::report::{sort_for_report, Summary};
 use crate::workload::{median, settle_deferred_frees, Measurement, RunConfig, Status, Workload};
 
 /// An index under one setting, measured as an index of its own.
@@ -218,14 +218,15 @@ fn ok_row<'a>(
         .filter(|m| m.status == Status::Ok)
 }
 
-/// The median throughput of `label` on `keys` under `workload`, if it was measured.
-pub fn median_mops(
+/// The median, minimum and maximum throughput of `label` on `keys` under `workload`, if it
+/// was measured.
+pub fn mops_summary(
     rows: &[Measurement],
     label: &str,
     keys: KeySetKind,
     workload: Workload,
-) -> Option<f64> {
-    ok_row(rows, label, keys, workload).and_then(|m| median(&m.mops))
+) -> Option<Summary> {
+    ok_row(rows, label, keys, workload).and_then(|m| Summary::of(&m.mops))
 }
 
 /// The bytes `label` held once loaded with every key of `keys` (median over the
