@@ -230,96 +230,31 @@ fn fmt_bytes(bytes: u64) -> String {
 /// Renders the table, rows in the order given (callers sort them; see [`sort_for_report`]).
 pub fn render_table(rows: &[Measurement]) -> String {
     let distributed = rows.iter().any(|m| m.round_trips_per_op.is_some());
-    let mut header = vec![
-        "index".to_string(),
-        "keys".to_string(),
-        "workload".to_string(),
-        "thr".to_string(),
-        "Mops/s median [min-max]".to_string(),
-        format!("vs {BASELINE}"),
-        "B/key alloc".to_string(),
-        "B/key self".to_string(),
-        "peak RSS".to_string(),
-    ];
+    let mut header: Vec<String> = [
+        "index",
+        "keys",
+        "workload",
+        "thr",
+        "Mops/s median [min-max]",
+        &format!("vs {BASELINE}"),
+        "B/key alloc",
+        "B/key self",
+        "peak RSS",
+    ]
+    .map(str::to_string)
+    .to_vec();
     if distributed {
         header.push("RT/op | masters/op".to_string());
     }
-    let mut cells: Vec<Vec<String>> = Vec::new();
-    let mut notes: Vec<Option<String>> = Vec::new();
-    for m in rows {
-        let (throughput, ratio, note) = match &m.status {
-            Status::Ok => {
-                let s = Summary::of(&m.mops);
-                let throughput = s.map_or_else(
-                    || "-".to_string(),
-                    |s| format!("{:.3} [{:.3}-{:.3}]", s.median, s.min, s.max),
-                );
-                let ratio = match (baseline(rows, m).and_then(|b| median(&b.mops)), s) {
-                    (Some(base), Some(s)) if base > 0.0 => format!("{:.2}x", s.median / base),
-                    _ => "-".to_string(),
-                };
-                (throughput, ratio, None)
-            }
-            Status::Skipped(reason) => {
-                ("skipped".to_string(), "-".to_string(), Some(reason.clone()))
-            }
-            Status::Failed(problem) => {
-                ("FAILED".to_string(), "-".to_string(), Some(problem.clone()))
-            }
-        };
-        let mut row = vec![
-            m.index.clone(),
-            m.keys.name().to_string(),
-            format!(
-                "{}{}",
-                m.workload.name(),
-                if m.workload.unit() == "keys" { "*" } else { "" }
-            ),
-            m.threads.to_string(),
-            throughput,
-            ratio,
-            fmt_opt(m.bytes_per_key_alloc, 1),
-            fmt_opt(m.bytes_per_key_self, 1),
-            m.peak_rss_bytes.map_or_else(|| "-".to_string(), fmt_bytes),
-        ];
-        if distributed {
-            row.push(match (m.round_trips_per_op, m.masters_per_op) {
-                (Some(rt), Some(masters)) if m.status == Status::Ok => {
-                    format!("{rt:.2} | {masters:.2}")
-                }
-                _ => "-".to_string(),
-            });
-        }
-        cells.push(row);
-        notes.push(note);
-    }
+    let (cells, notes): (Vec<Vec<String>>, Vec<Option<String>>) =
+        rows.iter().map(|m| table_row(rows, m, distributed)).unzip();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &cells {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.len());
         }
     }
-    // Text columns left-aligned, numbers right-aligned.
-    let left = [
-        true, true, true, false, false, false, false, false, false, false,
-    ];
-    let line = |row: &[String]| -> String {
-        let parts: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .zip(left)
-            .map(|((cell, &w), l)| {
-                if l {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        parts.join("  ").trim_end().to_string()
-    };
-    let mut out = String::new();
-    out.push_str(&line(&header));
+    let mut out = aligned(&header, &widths);
     out.push('\n');
     let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
     out.push_str(&"-".repeat(total));
@@ -331,7 +266,7 @@ pub fn render_table(rows: &[Measurement]) -> String {
             out.push('\n');
         }
         previous = Some(group);
-        out.push_str(&line(row));
+        out.push_str(&aligned(row, &widths));
         if let Some(note) = note {
             out.push_str("  (");
             out.push_str(note);
@@ -339,16 +274,80 @@ pub fn render_table(rows: &[Measurement]) -> String {
         }
         out.push('\n');
     }
-    out.push_str(
-        "* scan and scan-desc throughput counts keys visited per second. Ratios compare medians with the \
-         btreemap row of the same keys and workload.\n\
-         B/key alloc: bytes the loaded index allocated (counting allocator) / keys; B/key self: \
-         the index's own accounting (for dist and dist-baseline: what the tree takes on the \
-         cluster's masters, one copy, as Redis counts each key).\n\
-         peak RSS: process high-water mark during that index's runs, reset at their start; it \
-         includes the key set and operation streams.\n",
-    );
+    out.push_str(TABLE_LEGEND);
     out
+}
+
+/// What the columns of [`render_table`] mean.
+const TABLE_LEGEND: &str = "* scan and scan-desc throughput counts keys visited per second. \
+     Ratios compare medians with the btreemap row of the same keys and workload.\n\
+     B/key alloc: bytes the loaded index allocated (counting allocator) / keys; B/key self: \
+     the index's own accounting (for dist and dist-baseline: what the tree takes on the \
+     cluster's masters, one copy, as Redis counts each key).\n\
+     peak RSS: process high-water mark during that index's runs, reset at their start; it \
+     includes the key set and operation streams.\n";
+
+/// The cells of `m`'s line in [`render_table`] (`rows` holds its baseline), and the note
+/// that follows the line (why it was skipped or failed).
+fn table_row(
+    rows: &[Measurement],
+    m: &Measurement,
+    distributed: bool,
+) -> (Vec<String>, Option<String>) {
+    let (throughput, ratio, note) = match &m.status {
+        Status::Ok => {
+            let s = Summary::of(&m.mops);
+            let throughput = s.map_or_else(
+                || "-".to_string(),
+                |s| format!("{:.3} [{:.3}-{:.3}]", s.median, s.min, s.max),
+            );
+            let ratio = match (baseline(rows, m).and_then(|b| median(&b.mops)), s) {
+                (Some(base), Some(s)) if base > 0.0 => format!("{:.2}x", s.median / base),
+                _ => "-".to_string(),
+            };
+            (throughput, ratio, None)
+        }
+        Status::Skipped(reason) => ("skipped".to_string(), "-".to_string(), Some(reason.clone())),
+        Status::Failed(problem) => ("FAILED".to_string(), "-".to_string(), Some(problem.clone())),
+    };
+    let scan_mark = if m.workload.unit() == "keys" { "*" } else { "" };
+    let mut row = vec![
+        m.index.clone(),
+        m.keys.name().to_string(),
+        format!("{}{scan_mark}", m.workload.name()),
+        m.threads.to_string(),
+        throughput,
+        ratio,
+        fmt_opt(m.bytes_per_key_alloc, 1),
+        fmt_opt(m.bytes_per_key_self, 1),
+        m.peak_rss_bytes.map_or_else(|| "-".to_string(), fmt_bytes),
+    ];
+    if distributed {
+        row.push(match (m.round_trips_per_op, m.masters_per_op) {
+            (Some(rt), Some(masters)) if m.status == Status::Ok => {
+                format!("{rt:.2} | {masters:.2}")
+            }
+            _ => "-".to_string(),
+        });
+    }
+    (row, note)
+}
+
+/// One line of [`render_table`]: the three text columns left-aligned, numbers right-aligned.
+fn aligned(row: &[String], widths: &[usize]) -> String {
+    let parts: Vec<String> = row
+        .iter()
+        .zip(widths)
+        .enumerate()
+        .map(|(column, (cell, &w))| {
+            if column < 3 {
+                format!("{cell:<w$}")
+            } else {
+                format!("{cell:>w$}")
+            }
+        })
+        .collect();
+    parts.join("  ").trim_end().to_string()
 }
 
 /// Sorts rows for the table: by key set (in `keysets` order), workload, thread count, then
