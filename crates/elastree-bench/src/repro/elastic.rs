@@ -143,93 +143,19 @@ fn all_at_least(target: String, ratios: &[(&str, Option<f64>)], min: f64) -> Tar
     }
 }
 
-/// The issue's targets, from a finished `elastic-grow-shrink` run.
+/// The issue's targets, from a finished `elastic-grow-shrink` run: per key set, `elastic`
+/// near `btree` below its bound while growing, its memory, `seqtree` at maximum compaction,
+/// scans against congee, and `elastic` near `btree` again after the shrink.
 fn grow_shrink_targets(run: &GrowShrinkRun<'_>) -> Vec<Target> {
     let mut targets = Vec::new();
-    let n = run.n;
-    // Below 40% of N the elastic tree is under 90% of its budget (btree at N/2): it has not
-    // started compacting while growing, and has expanded back (or should have) when shrinking.
-    let below =
-        |phase: Phase| move |s: &Step| s.phase == phase && s.items > 0 && s.items * 10 <= n * 4;
-    let own = |c: &Curve| c.peak().and_then(|p| p.bytes_self);
     for &keys in run.experiment.keysets {
         let (Some(bt), Some(el)) = (run.curve("btree", keys), run.curve("elastic", keys)) else {
             continue;
         };
-        let lookup = |s: &Step| median_of(s.lookup);
-        let scan = |s: &Step| median_of(s.scan);
-        let update = |s: &Step| median_of(s.update);
-        targets.push(all_at_least(
-            format!(
-                "{keys}: below the bound (grow steps up to 40% of N) `elastic` within 3% of \
-                 `btree` (mean ratio per step)"
-            ),
-            &[
-                ("lookup", mean_ratio(el, bt, below(Phase::Grow), lookup)),
-                ("scan", mean_ratio(el, bt, below(Phase::Grow), scan)),
-                ("insert", mean_ratio(el, bt, below(Phase::Grow), update)),
-            ],
-            NEAR_BTREE_RATIO,
-        ));
-        let budget = run.budget(keys).map(|b| b as f64);
-        targets.push(Target::check(
-            format!("{keys}: `elastic`'s index memory at the end of the grow phase at most 1.05x its budget"),
-            ratio(own(el), budget),
-            |r| r <= BUDGET_SLACK,
-            |r| {
-                format!(
-                    "{r:.2}x ({:.2} MiB of {:.2} MiB, own accounting)",
-                    own(el).unwrap_or(0.0) / MIB,
-                    budget.unwrap_or(0.0) / MIB
-                )
-            },
-        ));
-        let held = match keys.key_len() {
-            Some(8) => Some(2.0),
-            None => Some(4.0),
-            Some(_) => None,
-        };
-        if let Some(min) = held {
-            targets.push(Target::check(
-                format!(
-                    "{keys}: `elastic` holds at least {min:.0}x the keys `btree` holds in the \
-                     same memory (`btree`'s bytes over `elastic`'s at the peak)"
-                ),
-                ratio(own(bt), own(el)),
-                move |r| r >= min,
-                |r| format!("{r:.2}x"),
-            ));
-        }
+        targets.push(near_btree(run.n, keys, Phase::Grow, el, bt));
+        targets.extend(memory_targets(run, keys, el, bt));
         if let Some(sq) = run.curve("seqtree", keys) {
-            let (bp, sp) = (bt.peak(), sq.peak());
-            let at_peak = |f: fn(&Step) -> Option<f64>| ratio(sp.and_then(f), bp.and_then(f));
-            targets.push(all_at_least(
-                format!(
-                    "{keys}: at maximum compaction (`seqtree`, at the peak) lookups, inserts \
-                     and scans at least 0.75x `btree`"
-                ),
-                &[
-                    ("lookup", at_peak(|s| median_of(s.lookup))),
-                    (
-                        "insert",
-                        ratio(sq.phase_rate(Phase::Grow), bt.phase_rate(Phase::Grow)),
-                    ),
-                    ("scan", at_peak(|s| median_of(s.scan))),
-                ],
-                COMPACT_MIN_RATIO,
-            ));
-            if keys.key_len() == Some(8) {
-                let per_key = sp.and_then(|p| Some(p.bytes()? / p.items.max(1) as f64));
-                targets.push(Target::check(
-                    format!(
-                        "{keys}: `seqtree` at most 11 bytes per key, tuple ids and inner \
-                         nodes included"
-                    ),
-                    per_key,
-                    |b| b <= SEQTREE_MAX_BYTES_PER_KEY,
-                    |b| format!("{b:.1} B/key at the peak (counting allocator)"),
-                ));
-            }
+            targets.extend(compaction_targets(keys, sq, bt));
         }
         if let Some(art) = run.curve("congee", keys) {
             let scan = |c: &Curve| c.peak().and_then(|p| median_of(p.scan));
@@ -240,17 +166,113 @@ fn grow_shrink_targets(run: &GrowShrinkRun<'_>) -> Vec<Target> {
                 |r| format!("{r:.2}x congee's"),
             ));
         }
-        targets.push(all_at_least(
+        targets.push(near_btree(run.n, keys, Phase::Shrink, el, bt));
+    }
+    targets
+}
+
+/// `elastic` within 3% of `btree` at the steps of `phase` up to 40% of `n`, where the elastic
+/// tree is under 90% of its budget (`btree` at N/2): it has not started compacting while
+/// growing, and has expanded back (or should have) when shrinking.
+fn near_btree(n: usize, keys: KeySetKind, phase: Phase, el: &Curve, bt: &Curve) -> Target {
+    let below = |s: &Step| s.phase == phase && s.items > 0 && s.items * 10 <= n * 4;
+    let lookup = |s: &Step| median_of(s.lookup);
+    let scan = |s: &Step| median_of(s.scan);
+    let update = |s: &Step| median_of(s.update);
+    let (what, update_name) = match phase {
+        Phase::Grow => (
+            "below the bound (grow steps up to 40% of N) `elastic` within 3% of `btree` (mean \
+             ratio per step)",
+            "insert",
+        ),
+        Phase::Shrink => (
+            "after the shrink (shrink steps at 40% of N and below) `elastic` within 3% of \
+             `btree`",
+            "remove",
+        ),
+    };
+    all_at_least(
+        format!("{keys}: {what}"),
+        &[
+            ("lookup", mean_ratio(el, bt, below, lookup)),
+            ("scan", mean_ratio(el, bt, below, scan)),
+            (update_name, mean_ratio(el, bt, below, update)),
+        ],
+        NEAR_BTREE_RATIO,
+    )
+}
+
+/// `elastic`'s memory at the peak: within its budget, and holding 2x (8-byte keys) or 4x
+/// (variable-length keys) what `btree` holds in the same bytes.
+fn memory_targets(
+    run: &GrowShrinkRun<'_>,
+    keys: KeySetKind,
+    el: &Curve,
+    bt: &Curve,
+) -> Vec<Target> {
+    let own = |c: &Curve| c.peak().and_then(|p| p.bytes_self);
+    let budget = run.budget(keys).map(|b| b as f64);
+    let mut targets = vec![Target::check(
+        format!("{keys}: `elastic`'s index memory at the end of the grow phase at most 1.05x its budget"),
+        ratio(own(el), budget),
+        |r| r <= BUDGET_SLACK,
+        |r| {
             format!(
-                "{keys}: after the shrink (shrink steps at 40% of N and below) `elastic` within \
-                 3% of `btree`"
+                "{r:.2}x ({:.2} MiB of {:.2} MiB, own accounting)",
+                own(el).unwrap_or(0.0) / MIB,
+                budget.unwrap_or(0.0) / MIB
+            )
+        },
+    )];
+    let held = match keys.key_len() {
+        Some(8) => Some(2.0),
+        None => Some(4.0),
+        Some(_) => None,
+    };
+    if let Some(min) = held {
+        targets.push(Target::check(
+            format!(
+                "{keys}: `elastic` holds at least {min:.0}x the keys `btree` holds in the \
+                 same memory (`btree`'s bytes over `elastic`'s at the peak)"
             ),
-            &[
-                ("lookup", mean_ratio(el, bt, below(Phase::Shrink), lookup)),
-                ("scan", mean_ratio(el, bt, below(Phase::Shrink), scan)),
-                ("remove", mean_ratio(el, bt, below(Phase::Shrink), update)),
-            ],
-            NEAR_BTREE_RATIO,
+            ratio(own(bt), own(el)),
+            move |r| r >= min,
+            |r| format!("{r:.2}x"),
+        ));
+    }
+    targets
+}
+
+/// `seqtree` (maximum compaction) at the peak: lookups, inserts and scans against `btree`,
+/// and for 8-byte keys its bytes per key.
+fn compaction_targets(keys: KeySetKind, sq: &Curve, bt: &Curve) -> Vec<Target> {
+    let (bp, sp) = (bt.peak(), sq.peak());
+    let at_peak = |f: fn(&Step) -> Option<f64>| ratio(sp.and_then(f), bp.and_then(f));
+    let mut targets = vec![all_at_least(
+        format!(
+            "{keys}: at maximum compaction (`seqtree`, at the peak) lookups, inserts \
+             and scans at least 0.75x `btree`"
+        ),
+        &[
+            ("lookup", at_peak(|s| median_of(s.lookup))),
+            (
+                "insert",
+                ratio(sq.phase_rate(Phase::Grow), bt.phase_rate(Phase::Grow)),
+            ),
+            ("scan", at_peak(|s| median_of(s.scan))),
+        ],
+        COMPACT_MIN_RATIO,
+    )];
+    if keys.key_len() == Some(8) {
+        let per_key = sp.and_then(|p| Some(p.bytes()? / p.items.max(1) as f64));
+        targets.push(Target::check(
+            format!(
+                "{keys}: `seqtree` at most 11 bytes per key, tuple ids and inner \
+                 nodes included"
+            ),
+            per_key,
+            |b| b <= SEQTREE_MAX_BYTES_PER_KEY,
+            |b| format!("{b:.1} B/key at the peak (counting allocator)"),
         ));
     }
     targets

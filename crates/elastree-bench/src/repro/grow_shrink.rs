@@ -851,26 +851,6 @@ impl GrowShrinkRun<'_> {
     ) -> Result<Vec<(String, String)>, String> {
         let steps = self.steps();
         let labels: Vec<String> = steps.iter().map(|&(_, items)| fmt_items(items)).collect();
-        let curves: Vec<&Curve> = self.curves_of(keys).collect();
-        let series = |phase: Option<Phase>, value: &StepValue<'_>| -> Vec<Series> {
-            curves
-                .iter()
-                .map(|c| {
-                    let name = match c.status {
-                        Status::Ok => c.index.to_string(),
-                        Status::Skipped(_) => format!("{} (skipped)", c.index),
-                        Status::Failed(_) => format!("{} (FAILED)", c.index),
-                    };
-                    let values = steps
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, (p, _))| phase.is_none_or(|want| *p == want))
-                        .map(|(i, _)| c.steps.get(i).and_then(value))
-                        .collect();
-                    (name, values)
-                })
-                .collect()
-        };
         let in_phase = |phase: Phase| -> Vec<String> {
             steps
                 .iter()
@@ -935,33 +915,61 @@ impl GrowShrinkRun<'_> {
             },
         ];
         let mut files = Vec::new();
-        for PlotSpec {
-            what,
-            y_desc,
-            x_desc,
-            x_labels,
-            phase,
-            value,
-        } in plots
-        {
-            let file = format!("{}-{what}.png", keys.name());
-            let title = format!(
-                "{}, {keys} ({} keys): {what} (median of {})",
-                self.name, self.n, self.repeat
-            );
-            let series = series(phase, value);
-            let chart = LineChart {
-                title: &title,
-                x_desc,
-                y_desc,
-                x_labels,
-                series: &series,
-                phases: phase.is_none().then_some((self.chunks, "grow", "shrink")),
-            };
-            draw_lines(&ctx.out.join(&file), &chart).map_err(|e| format!("{file}: {e}"))?;
-            files.push((format!("{keys}: {what}"), file));
+        for spec in plots {
+            files.push(self.draw(ctx, keys, &spec)?);
         }
         Ok(files)
+    }
+
+    /// Draws one line plot of `keys` as `spec` says; returns (what it shows, file name).
+    fn draw(
+        &self,
+        ctx: &ExperimentContext<'_>,
+        keys: KeySetKind,
+        spec: &PlotSpec<'_>,
+    ) -> Result<(String, String), String> {
+        let what = spec.what;
+        let file = format!("{}-{what}.png", keys.name());
+        let title = format!(
+            "{}, {keys} ({} keys): {what} (median of {})",
+            self.name, self.n, self.repeat
+        );
+        let series = self.series(keys, spec.phase, spec.value);
+        let chart = LineChart {
+            title: &title,
+            x_desc: spec.x_desc,
+            y_desc: spec.y_desc,
+            x_labels: spec.x_labels,
+            series: &series,
+            phases: spec
+                .phase
+                .is_none()
+                .then_some((self.chunks, "grow", "shrink")),
+        };
+        draw_lines(&ctx.out.join(&file), &chart).map_err(|e| format!("{file}: {e}"))?;
+        Ok((format!("{keys}: {what}"), file))
+    }
+
+    /// One line per index of `keys`: `value` at every step (of `phase`, or all of them), its
+    /// name marked when the index was skipped or failed.
+    fn series(&self, keys: KeySetKind, phase: Option<Phase>, value: &StepValue<'_>) -> Vec<Series> {
+        let steps = self.steps();
+        self.curves_of(keys)
+            .map(|c| {
+                let name = match c.status {
+                    Status::Ok => c.index.to_string(),
+                    Status::Skipped(_) => format!("{} (skipped)", c.index),
+                    Status::Failed(_) => format!("{} (FAILED)", c.index),
+                };
+                let values = steps
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (p, _))| phase.is_none_or(|want| *p == want))
+                    .map(|(i, _)| c.steps.get(i).and_then(value))
+                    .collect();
+                (name, values)
+            })
+            .collect()
     }
 }
 

@@ -95,7 +95,28 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
     );
     let suite = VariantSuite::measure(base, variants())?;
     let default = levels_label(DEFAULT_LEVELS);
-    let sweeps = [
+    let mut plots = Vec::new();
+    let mut normalized = String::new();
+    for sweep in &sweeps() {
+        plots.extend(sweep.plot(ctx, &suite)?);
+        normalized.push_str(&sweep.normalized(&suite, &default));
+    }
+    let paper = format!("{}\n{}", PAPER_FIGURES_9_11.trim_end(), ours(ctx, &suite));
+    let targets = targets(ctx, &suite);
+    let mut report = suite.report(ctx, &facts(), paper, &targets, None)?;
+    report
+        .sections
+        .insert(2, ("Sweeps".to_string(), normalized));
+    for (what, file) in plots {
+        report.files.push(file.clone());
+        report.plots.push((what, file));
+    }
+    Ok(report)
+}
+
+/// The two sweeps: BlindiTree levels, then breathing slack.
+fn sweeps() -> [Sweep; 2] {
+    [
         Sweep {
             name: "levels",
             what: "BlindiTree levels (breathing 4)",
@@ -112,17 +133,24 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                 .map(|s| (s.to_string(), breathing_label(*s)))
                 .collect(),
         },
-    ];
-    let mut plots = Vec::new();
-    let mut normalized = String::new();
-    for sweep in &sweeps {
-        plots.extend(sweep.plot(ctx, &suite)?);
-        normalized.push_str(&sweep.normalized(&suite, &default));
-    }
+    ]
+}
 
+/// The targets the default setting is held to: bytes per key, and lookups and inserts
+/// against `btree`.
+fn targets(ctx: &ExperimentContext<'_>, suite: &VariantSuite) -> [Target; 3] {
+    let default = levels_label(DEFAULT_LEVELS);
     let vs_btree = |w: Workload| ratio(suite.mops(&default, w), suite.mops("btree", w));
     let per_key = suite.bytes(&default, false).map(|b| b / ctx.n as f64);
-    let targets = [
+    let at_least = |what: &str, w: Workload| {
+        Target::check(
+            format!("maximum compaction: {what} at least 0.75x `btree` (`{default}`)"),
+            vs_btree(w),
+            |r| r >= super::elastic::COMPACT_MIN_RATIO,
+            |r| format!("{r:.2}x"),
+        )
+    };
+    [
         Target::check(
             format!(
                 "fully compacted, 8-byte keys: at most 11 bytes per key, tuple ids and inner \
@@ -132,20 +160,15 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             |b| b <= SEQTREE_MAX_BYTES_PER_KEY,
             |b| format!("{b:.1} B/key (counting allocator)"),
         ),
-        Target::check(
-            format!("maximum compaction: lookups at least 0.75x `btree` (`{default}`)"),
-            vs_btree(Workload::Lookup),
-            |r| r >= super::elastic::COMPACT_MIN_RATIO,
-            |r| format!("{r:.2}x"),
-        ),
-        Target::check(
-            format!("maximum compaction: inserts at least 0.75x `btree` (`{default}`)"),
-            vs_btree(Workload::Load),
-            |r| r >= super::elastic::COMPACT_MIN_RATIO,
-            |r| format!("{r:.2}x"),
-        ),
-    ];
-    let mut ours = String::new();
+        at_least("lookups", Workload::Lookup),
+        at_least("inserts", Workload::Load),
+    ]
+}
+
+/// "Ours, next to it": where this run's inserts and lookups peak, and what more levels and
+/// more breathing cost in bytes.
+fn ours(ctx: &ExperimentContext<'_>, suite: &VariantSuite) -> String {
+    let default = levels_label(DEFAULT_LEVELS);
     let best = |labels: &[String], w: Workload| {
         labels
             .iter()
@@ -154,11 +177,10 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             .map_or_else(|| "-".to_string(), |(l, _)| format!("`{l}`"))
     };
     let level_labels: Vec<String> = LEVELS.iter().map(|&l| levels_label(l)).collect();
-    let _ = writeln!(
-        ours,
+    format!(
         "\n**Ours, next to it** (this run, {} keys, 128-key leaves): inserts peak at {}, \
          lookups at {}; bytes per key (own accounting) at 6 levels over 2 levels: {}; at \
-         breathing 16 over breathing 1: {}. The normalized tables are under \"Sweeps\".",
+         breathing 16 over breathing 1: {}. The normalized tables are under \"Sweeps\".\n",
         ctx.n,
         best(&level_labels, Workload::Load),
         best(&level_labels, Workload::Lookup),
@@ -170,38 +192,21 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             suite.bytes(&breathing_label(16), true),
             suite.bytes(&breathing_label(1), true)
         )),
-    );
-    let facts = format!(
+    )
+}
+
+/// The report's line on the settings measured.
+fn facts() -> String {
+    let list = |items: Vec<String>| items.join(", ");
+    format!(
         "settings: `seqtree L<l>` = {} levels with breathing {DEFAULT_BREATHING}; `seqtree \
-         s<s>` = breathing {} with {DEFAULT_LEVELS} levels (`{default}` and `{}` are the same \
+         s<s>` = breathing {} with {DEFAULT_LEVELS} levels (`{}` and `{}` are the same \
          setting, the library's default, measured twice); `load` is the insert throughput",
-        LEVELS
-            .iter()
-            .map(u8::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        BREATHING
-            .iter()
-            .map(usize::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+        list(LEVELS.iter().map(u8::to_string).collect()),
+        list(BREATHING.iter().map(usize::to_string).collect()),
+        levels_label(DEFAULT_LEVELS),
         breathing_label(DEFAULT_BREATHING),
-    );
-    let mut report = suite.report(
-        ctx,
-        &facts,
-        format!("{}\n{ours}", PAPER_FIGURES_9_11.trim_end()),
-        &targets,
-        None,
-    )?;
-    report
-        .sections
-        .insert(2, ("Sweeps".to_string(), normalized));
-    for (what, file) in plots {
-        report.files.push(file.clone());
-        report.plots.push((what, file));
-    }
-    Ok(report)
+    )
 }
 
 /// One sweep: its points (x label, variant label) in order.
