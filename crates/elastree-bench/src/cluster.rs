@@ -2,7 +2,7 @@
 //! how a client is opened on it, and the counters the reports take from it.
 //!
 //! A distributed index is driven through the same [`crate::peers::Elastree`] adapter as the
-//! local kinds, over a [`ClusterIndex`]: the client's [`Index`] operations plus its
+//! local kinds, over a [`DistClient`]: the client's [`Index`] operations plus its
 //! [`DistStats`] counters. Every index the benchmark builds gets a fresh name and is deleted
 //! from the cluster when it is dropped, so repeated runs leave nothing behind.
 //!
@@ -13,51 +13,20 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use elastree::Index;
-use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::local::{ClusterSpec, LocalCluster};
-use elastree_dist::{DistError, DistIndex, DistKind, DistOptions, DistStats};
+use elastree_dist::{DistClient, DistKind, DistOptions, DistStats};
 
-/// A distributed index client the benchmark drives: the [`Index`] operations (its counters
-/// are the index's [`Index::stats`]) and deletion from the cluster.
-pub trait ClusterIndex: Send + Sync {
-    /// The index operations.
-    fn index(&self) -> &dyn Index;
-    /// Deletes the index from the cluster.
-    fn destroy(self: Box<Self>) -> Result<(), DistError>;
-}
-
-impl ClusterIndex for DistIndex {
-    fn index(&self) -> &dyn Index {
-        self
-    }
-
-    fn destroy(self: Box<Self>) -> Result<(), DistError> {
-        DistIndex::destroy(*self)
-    }
-}
-
-impl ClusterIndex for BaselineIndex {
-    fn index(&self) -> &dyn Index {
-        self
-    }
-
-    fn destroy(self: Box<Self>) -> Result<(), DistError> {
-        BaselineIndex::destroy(*self)
-    }
-}
-
-/// A [`ClusterIndex`] that deletes its index from the cluster when dropped.
-pub struct Owned(Option<Box<dyn ClusterIndex>>);
+/// A [`DistClient`] that deletes its index from the cluster when dropped.
+pub struct Owned(Option<Box<dyn DistClient>>);
 
 impl Owned {
     /// Takes ownership of `client`'s index.
-    pub fn new(client: Box<dyn ClusterIndex>) -> Self {
+    pub fn new(client: Box<dyn DistClient>) -> Self {
         Owned(Some(client))
     }
 
     /// The client.
-    pub fn client(&self) -> &dyn ClusterIndex {
+    pub fn client(&self) -> &dyn DistClient {
         self.0.as_deref().expect("present until dropped")
     }
 }
@@ -65,7 +34,7 @@ impl Owned {
 impl Drop for Owned {
     fn drop(&mut self) {
         if let Some(client) = self.0.take() {
-            let name = client.index().kind();
+            let name = client.kind();
             if let Err(e) = client.destroy() {
                 eprintln!(
                     "warning: could not delete a benchmark {name} index from the cluster: {e}"
@@ -98,17 +67,10 @@ pub fn connect(
     seed: &str,
     name: String,
     options: DistOptions,
-) -> Result<Box<dyn ClusterIndex>, String> {
+) -> Result<Box<dyn DistClient>, String> {
     elastree_dist::reachable(seed, options.router.connect_timeout).map_err(|e| e.to_string())?;
-    let seeds = [seed.to_string()];
     let options = DistOptions { name, ..options };
-    let client: Box<dyn ClusterIndex> = match kind {
-        DistKind::Tree => Box::new(DistIndex::connect(&seeds, options).map_err(|e| e.to_string())?),
-        DistKind::Baseline => {
-            Box::new(BaselineIndex::connect(&seeds, options).map_err(|e| e.to_string())?)
-        }
-    };
-    Ok(client)
+    elastree_dist::open(kind, &[seed.to_string()], options).map_err(|e| e.to_string())
 }
 
 /// The counters `after` minus `before` (each field; counters only grow).

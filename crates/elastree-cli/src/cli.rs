@@ -19,8 +19,7 @@ use elastree::{
 };
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
-use elastree_dist::baseline::BaselineIndex;
-use elastree_dist::{reachable, DistIndex, DistKind, DistOptions};
+use elastree_dist::{reachable, DistKind, DistOptions};
 
 use std::sync::Arc;
 
@@ -184,13 +183,11 @@ impl ShellArgs {
         let options = self.dist_options();
         reachable(&seed, options.router.connect_timeout).map_err(|e| fail(e.to_string()))?;
         let seeds = [seed.clone()];
-        let opened: Result<Box<dyn Index>, _> = match kind.dist() {
-            Some(DistKind::Baseline) => {
-                BaselineIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>)
-            }
-            _ => DistIndex::connect(&seeds, options).map(|i| Box::new(i) as Box<dyn Index>),
-        };
-        opened.map_err(|e| fail(e.to_string()))
+        let dist = kind.dist().unwrap_or(DistKind::Tree);
+        let opened = elastree_dist::open(dist, &seeds, options);
+        opened
+            .map(|client| client as Box<dyn Index>)
+            .map_err(|e| fail(e.to_string()))
     }
 }
 

@@ -3,6 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::baseline::BaselineIndex;
+use crate::{DistError, DistIndex, DistOptions};
+
 /// The index kinds that live on a Redis Cluster. They implement [`elastree::Index`] but are
 /// not built by [`elastree::IndexBuilder`]: connect with [`crate::DistIndex::connect`] or
 /// [`crate::baseline::BaselineIndex::connect`].
@@ -47,4 +50,35 @@ impl FromStr for DistKind {
                 format!("unknown distributed index kind {s:?} (known: dist, dist-baseline)")
             })
     }
+}
+
+/// A client of either distributed kind: the [`elastree::Index`] operations (its counters are
+/// the index's `stats()`, a [`crate::DistStats`]) and deletion of the index from the cluster.
+pub trait DistClient: elastree::Index {
+    /// Deletes the index and every key it stored from the cluster.
+    fn destroy(self: Box<Self>) -> Result<(), DistError>;
+}
+
+impl DistClient for DistIndex {
+    fn destroy(self: Box<Self>) -> Result<(), DistError> {
+        DistIndex::destroy(*self)
+    }
+}
+
+impl DistClient for BaselineIndex {
+    fn destroy(self: Box<Self>) -> Result<(), DistError> {
+        BaselineIndex::destroy(*self)
+    }
+}
+
+/// Opens (or creates) the index `options.name` of `kind` on the cluster that `seeds` reach.
+pub fn open(
+    kind: DistKind,
+    seeds: &[String],
+    options: DistOptions,
+) -> Result<Box<dyn DistClient>, DistError> {
+    Ok(match kind {
+        DistKind::Tree => Box::new(DistIndex::connect(seeds, options)?),
+        DistKind::Baseline => Box::new(BaselineIndex::connect(seeds, options)?),
+    })
 }

@@ -74,6 +74,6 @@ mod top;
 pub use balance::RebalanceReport;
 pub use error::{unavailable, DistError};
 pub use index::{DistIndex, DistOptions, DistStats, SUBTREE_ENTRIES};
-pub use kind::DistKind;
+pub use kind::{open, DistClient, DistKind};
 pub use router::{reachable, RouterOptions};
 pub use top::TopEntry;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use elastree::{
     Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats, SeqTreeOptions,
 };
-use elastree_dist::DistKind;
+use elastree_dist::{DistClient, DistKind};
 
 use super::{reads_only, width_check, BenchIndex};
-use crate::cluster::{ClusterIndex, Owned};
+use crate::cluster::Owned;
 use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use crate::workload::Workload;
 
@@ -120,7 +120,7 @@ enum Held {
 impl Elastree {
     /// Drives the distributed index of `client` (of distributed `kind`) for the keys of
     /// `keys`; the index is deleted from the cluster when the adapter is dropped.
-    pub fn on_cluster(kind: DistKind, keys: &KeySet, client: Box<dyn ClusterIndex>) -> Self {
+    pub fn on_cluster(kind: DistKind, keys: &KeySet, client: Box<dyn DistClient>) -> Self {
         Self {
             index: Held::Cluster(Owned::new(client)),
             name: kind.name(),
@@ -134,7 +134,7 @@ impl Elastree {
     fn index(&self) -> &dyn Index {
         match &self.index {
             Held::Local(index) => index.as_ref(),
-            Held::Cluster(owned) => owned.client().index(),
+            Held::Cluster(owned) => owned.client(),
         }
     }
 
