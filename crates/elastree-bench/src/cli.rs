@@ -8,13 +8,11 @@
 //! Exit codes of [`run`]: 0 on success, 1 when a file cannot be written or a measurement
 //! failed its result check, 2 on arguments that make no run.
 
-use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::alloc;
 use crate::cluster::LocalClusterGuard;
@@ -23,10 +21,9 @@ use crate::output::to_file;
 use crate::parse_count;
 use crate::peers::{Budget, IndexSpec};
 use crate::report;
-use crate::workload::{self, Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
+use crate::workload::{RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
 
-/// Exit code for arguments that make no run (the same as clap's usage errors).
-pub const EXIT_USAGE: u8 = 2;
+pub use crate::EXIT_USAGE;
 
 /// Keys per key set unless `--n` says otherwise.
 pub const DEFAULT_N: usize = 1_000_000;
@@ -146,29 +143,6 @@ fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
     out
 }
 
-/// Checks a run configuration: at least one thread, repetition and scan key, and enough keys.
-pub fn validate(cfg: &RunConfig) -> Result<(), String> {
-    if cfg.threads.is_empty() || cfg.threads.contains(&0) {
-        return Err("--threads: thread counts must be at least 1".to_string());
-    }
-    if cfg.repeat == 0 {
-        return Err("--repeat must be at least 1".to_string());
-    }
-    if cfg.scan_len == 0 {
-        return Err("--scan-len must be at least 1".to_string());
-    }
-    if cfg.n < cfg.scan_len.max(2) {
-        return Err(format!(
-            "--n must be at least {} (the scan length)",
-            cfg.scan_len.max(2)
-        ));
-    }
-    if u32::try_from(cfg.n).is_err() {
-        return Err(format!("--n must be at most {}", u32::MAX));
-    }
-    Ok(())
-}
-
 impl BenchArgs {
     /// The run these arguments describe, or what is wrong with them.
     pub fn config(&self) -> Result<RunConfig, String> {
@@ -212,42 +186,8 @@ impl BenchArgs {
             tuning: crate::peers::SeqTreeTuning::default(),
             cluster: self.cluster.clone(),
         };
-        validate(&cfg)?;
+        cfg.validate()?;
         Ok(cfg)
-    }
-}
-
-/// A progress bar on stderr when stderr is a terminal, else a hidden one.
-pub fn progress_bar(total: u64) -> ProgressBar {
-    if !io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    if let Ok(style) =
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
-}
-
-/// Runs `cfg` with a progress bar (on a terminal) and returns the rows sorted for the table:
-/// key set, workload, threads, then index in the order `cfg` lists them.
-pub fn measure(cfg: &RunConfig) -> Vec<Measurement> {
-    let progress = progress_bar(workload::planned_measurements(cfg));
-    let mut rows = workload::run_suite(cfg, &progress);
-    progress.finish_and_clear();
-    let keyset_names: Vec<&str> = cfg.keysets.iter().map(|k| k.name()).collect();
-    let index_names: Vec<&str> = cfg.indexes.iter().map(|s| s.name()).collect();
-    report::sort_for_report(&mut rows, &keyset_names, &index_names);
-    rows
-}
-
-/// Warns on stderr when this is a debug build, whose numbers mean little. `how` says how to
-/// run a release build.
-pub fn warn_if_debug(how: &str) {
-    if cfg!(debug_assertions) {
-        eprintln!("warning: this is a debug build; measure with `{how}`");
     }
 }
 
@@ -292,7 +232,7 @@ pub fn run(args: &BenchArgs, program: &str) -> ExitCode {
 
 /// [`run`] once the configuration is known and its cluster (if any) is up.
 fn run_config(cfg: &RunConfig, args: &BenchArgs, program: &str) -> ExitCode {
-    warn_if_debug("cargo run --release -p elastree-cli -- bench");
+    crate::run::warn_if_debug("cargo run --release -p elastree-cli -- bench");
     if !alloc::installed() {
         eprintln!(
             "warning: the counting allocator is not this program's global allocator; \
@@ -310,7 +250,7 @@ fn run_config(cfg: &RunConfig, args: &BenchArgs, program: &str) -> ExitCode {
         names.join(",")
     );
 
-    let rows = measure(cfg);
+    let rows = crate::run::measure(cfg);
     println!();
     print!("{}", report::render_table(&rows));
     let peak = rows.iter().filter_map(|m| m.peak_rss_bytes).max();

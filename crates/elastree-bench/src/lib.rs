@@ -31,8 +31,12 @@ pub mod output;
 pub mod peers;
 pub mod report;
 pub mod repro;
+pub mod run;
 pub mod workload;
 pub mod ycsb;
+
+/// Exit code for arguments that make no run (the same as clap's usage errors).
+pub const EXIT_USAGE: u8 = 2;
 
 /// Parses a count with an optional decimal suffix: `K` (10^3), `M` (10^6) or `G` (10^9),
 /// case-insensitive, and `_` separators: `200K`, `10M`, `1_000`, `1.5M`.

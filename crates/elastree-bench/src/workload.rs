@@ -268,6 +268,31 @@ pub struct RunConfig {
     pub cluster: Option<String>,
 }
 
+impl RunConfig {
+    /// Checks a run configuration: at least one thread, repetition and scan key, and enough keys.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.threads.is_empty() || self.threads.contains(&0) {
+            return Err("--threads: thread counts must be at least 1".to_string());
+        }
+        if self.repeat == 0 {
+            return Err("--repeat must be at least 1".to_string());
+        }
+        if self.scan_len == 0 {
+            return Err("--scan-len must be at least 1".to_string());
+        }
+        if self.n < self.scan_len.max(2) {
+            return Err(format!(
+                "--n must be at least {} (the scan length)",
+                self.scan_len.max(2)
+            ));
+        }
+        if u32::try_from(self.n).is_err() {
+            return Err(format!("--n must be at most {}", u32::MAX));
+        }
+        Ok(())
+    }
+}
+
 /// How a row ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {

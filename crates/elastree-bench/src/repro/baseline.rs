@@ -1,4 +1,4 @@
-//! Suite experiments: a [`RunConfig`] of the benchmark, measured by [`cli::measure`] and
+//! Suite experiments: a [`RunConfig`] of the benchmark, measured by [`run::measure`] and
 //! reported as a table of medians with min-max and ratios against `btreemap`, one grouped
 //! bar chart per workload (`<workload>.png`, medians with min-max error bars), `memory.png`
 //! with bytes per key (measured once: no error bars), and the raw
@@ -11,11 +11,11 @@ use std::fmt::Write as _;
 
 use super::plots::{draw_grouped_bars, Point, Series};
 use super::{ExperimentContext, Report};
-use crate::cli;
 use crate::keys::KeySetKind;
 use crate::output::{to_file, RESULT_FILES};
 use crate::peers::{IndexSpec, Peer};
 use crate::report::{self, Summary, BASELINE};
+use crate::run;
 use crate::workload::{Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
 
 /// The run of `btree-baseline` for `n` keys per key set: elastree's `btree` and every peer,
@@ -46,7 +46,7 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
 /// Measures `cfg`, writes its raw rows and bar charts into `ctx.out`, and returns the report.
 /// The summary compares the first index of `cfg` with `btreemap`.
 pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, String> {
-    cli::validate(cfg)?;
+    cfg.validate()?;
     eprintln!(
         "{}: {} indexes x {} key sets x {} workloads",
         ctx.experiment.name,
@@ -54,7 +54,7 @@ pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, Str
         cfg.keysets.len(),
         cfg.workloads.len()
     );
-    let rows = cli::measure(cfg);
+    let rows = run::measure(cfg);
     let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
     write_suite(ctx, cfg, &labels, BASELINE, &rows)
 }

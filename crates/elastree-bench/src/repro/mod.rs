@@ -67,7 +67,8 @@ use std::time::Instant;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::Args;
 
-use crate::cli::{self, EXIT_USAGE};
+use crate::run;
+use crate::EXIT_USAGE;
 use document::{fmt_duration, MachineFacts, RunFacts};
 
 /// A named experiment.
@@ -368,7 +369,7 @@ pub fn run(args: &ReproArgs, command: &str) -> ExitCode {
         eprintln!("elastree repro: creating {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
-    cli::warn_if_debug("cargo run --release -p elastree-cli -- repro");
+    run::warn_if_debug("cargo run --release -p elastree-cli -- repro");
     eprintln!(
         "elastree repro {}: n={n} per key set, repeat {}; writing to {}",
         experiment.name,

@@ -12,10 +12,10 @@
 
 use elastree::elastic::ElasticStats;
 
-use crate::cli;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
 use crate::report::{sort_for_report, Summary};
+use crate::run;
 use crate::workload::{median, settle_deferred_frees, Measurement, RunConfig, Status, Workload};
 
 /// An index under one setting, measured as an index of its own.
@@ -61,9 +61,9 @@ pub fn measure_variants(
                 tuning: v.tuning,
                 ..base.clone()
             };
-            cli::validate(&cfg)?;
+            cfg.validate()?;
             eprintln!("{}: repetition {}/{}", v.label, rep + 1, base.repeat);
-            for mut row in cli::measure(&cfg) {
+            for mut row in run::measure(&cfg) {
                 row.index = v.label.clone();
                 match merged.iter_mut().find(|m| same_cell(&m.row, &row)) {
                     Some(m) => m.add(row),

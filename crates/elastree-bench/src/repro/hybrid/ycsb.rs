@@ -150,7 +150,7 @@ pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
     let mut cells = Cells::default();
     let mut shapes = Vec::new();
     let progress =
-        crate::cli::progress_bar((KEYSETS.len() * 2 * (ctx.repeat + 1) * INDEXES.len()) as u64);
+        crate::run::progress_bar((KEYSETS.len() * 2 * (ctx.repeat + 1) * INDEXES.len()) as u64);
     for &kind in KEYSETS {
         for unique in [true, false] {
             let per_key = if unique { 1 } else { TIDS_PER_KEY };
