@@ -1,6 +1,7 @@
 //! elastree-bench: measures elastree's index kinds side by side with peer indexes in one run.
 //!
-//! * [`keys`]: deterministic key sets (`rand64`, `mono64`, `email`);
+//! * [`keys`]: deterministic key sets (`rand64`, `mono64`, `email`, ...): their names and
+//!   storage, the generators apart from the word lists they draw from;
 //! * [`peers`]: the [`peers::BenchIndex`] trait and its adapters for elastree and the peers;
 //! * [`workload`]: operation streams, workloads (`load`, `lookup`, `lookup-zipf`, `scan`,
 //!   `scan-desc`, `delete`, `ycsb-a` ... `ycsb-f`) and the runner that times them on 1..N
@@ -8,7 +9,9 @@
 //! * [`ycsb`]: the YCSB core workloads' operation streams;
 //! * [`alloc`]: the counting global allocator and RSS readings for memory figures (from
 //!   `elastree-testkit`, which the memory tests share);
-//! * [`report`]: the table, the JSON lines and the CSV file;
+//! * [`run`]: a run measured with a progress bar, what `bench` and `repro` share;
+//! * [`output`]: the one writer of measured rows (JSON lines, CSV, the results files);
+//! * [`report`]: the bench command's table and its rows;
 //! * [`cluster`]: the distributed kinds (`dist`, `dist-baseline`): their cluster, their
 //!   clients and their round-trip counters;
 //! * [`cli`]: the command line ([`cli::BenchArgs`], [`cli::run`]) of `elastree-bench` and
