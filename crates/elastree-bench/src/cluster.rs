@@ -2,7 +2,7 @@
 //! how a client is opened on it, and the counters the reports take from it.
 //!
 //! A distributed index is driven through the same [`crate::peers::Elastree`] adapter as the
-//! local kinds, over a [`DistClient`]: the client's [`Index`] operations plus its
+//! local kinds, over a [`DistClient`]: the client's [`elastree::Index`] operations plus its
 //! [`DistStats`] counters. Every index the benchmark builds gets a fresh name and is deleted
 //! from the cluster when it is dropped, so repeated runs leave nothing behind.
 //!

@@ -115,7 +115,7 @@ pub trait BenchIndex: Send + Sync {
 
     /// What the index's own algorithm did so far, for elastree's kinds that keep statistics
     /// (the elastic tree's conversions, the hybrid index's merges, a distributed client's
-    /// round trips); [`BenchIndex::stats_as`] on a `dyn BenchIndex` gives them as their type.
+    /// round trips); `stats_as` on a `dyn BenchIndex` gives them as their type.
     fn stats(&self) -> Option<Box<dyn KindStats>> {
         None
     }
