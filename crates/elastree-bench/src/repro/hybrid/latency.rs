@@ -139,30 +139,7 @@ pub(super) fn mixed_stream(
         usize::from(!matches!(old, Ok(None)))
     };
     let count = reads.len();
-    let (mut ops, wrong) = if threads <= 1 {
-        let mut ops = Vec::with_capacity(2 * count);
-        let mut wrong = 0;
-        for i in 0..count {
-            wrong += read(i, &mut ops) + insert(i, &mut ops);
-        }
-        (ops, wrong)
-    } else {
-        let run = |op: &TimedOp<'_>| {
-            let mut ops = Vec::with_capacity(count);
-            let wrong = (0..count).map(|i| op(i, &mut ops)).sum::<usize>();
-            (ops, wrong)
-        };
-        let ((mut a, wa), (b, wb)) = std::thread::scope(|scope| {
-            let reader = scope.spawn(|| run(&read));
-            let writer = scope.spawn(|| run(&insert));
-            let join = |h: std::thread::ScopedJoinHandle<'_, (Vec<(u64, u64)>, usize)>| {
-                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-            };
-            (join(reader), join(writer))
-        });
-        a.extend(b);
-        (a, wa + wb)
-    };
+    let (mut ops, wrong) = timed_ops((&read, &insert), count, threads);
     index.quiesce().map_err(|e| e.to_string())?;
     if wrong > 0 {
         return Err(format!(
@@ -171,19 +148,7 @@ pub(super) fn mixed_stream(
         ));
     }
     ops.sort_unstable();
-    let stream_start = ops.first().map_or(0, |o| o.0);
-    let merges = l
-        .index
-        .stats_as::<HybridStats>()
-        .unwrap_or_default()
-        .records
-        .iter()
-        .map(|m| {
-            let a = m.started.as_nanos() as u64;
-            (a, a + m.duration.as_nanos() as u64)
-        })
-        .filter(|&(_, b)| b >= stream_start)
-        .collect();
+    let merges = merges_since(l, ops.first().map_or(0, |o| o.0));
     let (starts, latencies) = ops.into_iter().unzip();
     Ok(Timeline {
         starts,
@@ -192,103 +157,234 @@ pub(super) fn mixed_stream(
     })
 }
 
+/// Runs `count` reads and `count` inserts: alternating on one thread, or (`threads` > 1) the
+/// reads on one thread and the inserts on another; (start, latency) of every operation, and
+/// the wrong answers.
+fn timed_ops(
+    (read, insert): (&TimedOp<'_>, &TimedOp<'_>),
+    count: usize,
+    threads: usize,
+) -> (Vec<(u64, u64)>, usize) {
+    if threads <= 1 {
+        let mut ops = Vec::with_capacity(2 * count);
+        let mut wrong = 0;
+        for i in 0..count {
+            wrong += read(i, &mut ops) + insert(i, &mut ops);
+        }
+        return (ops, wrong);
+    }
+    let run = |op: &TimedOp<'_>| {
+        let mut ops = Vec::with_capacity(count);
+        let wrong = (0..count).map(|i| op(i, &mut ops)).sum::<usize>();
+        (ops, wrong)
+    };
+    let ((mut a, wa), (b, wb)) = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| run(read));
+        let writer = scope.spawn(|| run(insert));
+        let join = |h: std::thread::ScopedJoinHandle<'_, (Vec<(u64, u64)>, usize)>| {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        };
+        (join(reader), join(writer))
+    });
+    a.extend(b);
+    (a, wa + wb)
+}
+
+/// The merges of `l`'s index (from its records: start and end, ns from its creation) that
+/// ended at or after `since`.
+fn merges_since(l: &Loaded, since: u64) -> Vec<(u64, u64)> {
+    l.index
+        .stats_as::<HybridStats>()
+        .unwrap_or_default()
+        .records
+        .iter()
+        .map(|m| {
+            let a = m.started.as_nanos() as u64;
+            (a, a + m.duration.as_nanos() as u64)
+        })
+        .filter(|&(_, b)| b >= since)
+        .collect()
+}
+
+/// The key set of `hybrid-latency`.
+const LATENCY_KEYS: KeySetKind = KeySetKind::Rand64;
+
+/// The mixed stream's keys: `keys` (loaded: the first N; then `inserts` new ones), the read
+/// positions and their keys.
+struct Stream {
+    keys: KeySet,
+    inserts: usize,
+    reads: Vec<u32>,
+    read_keys: KeySet,
+}
+
 /// `hybrid-latency`.
 pub(crate) fn run_latency(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
-    let name = ctx.experiment.name;
-    let n = ctx.n;
-    let kind = KeySetKind::Rand64;
+    let (name, n) = (ctx.experiment.name, ctx.n);
     let inserts = ((n as f64 * LATENCY_INSERT_FRACTION) as usize).max(1);
     eprintln!("{name}: generating {} keys", n + inserts);
-    let keys = kind.generate(n + inserts, ctx.seed);
+    let keys = LATENCY_KEYS.generate(n + inserts, ctx.seed);
     let reads = zipf_positions(n, inserts, ctx.seed);
     let read_keys = keys.gather(&reads);
+    let stream = Stream {
+        keys,
+        inserts,
+        reads,
+        read_keys,
+    };
     let mut cells = Cells::default();
     let mut first_timelines: Vec<(&str, &str, Timeline)> = Vec::new();
-    let us = |ns: Option<f64>| ns.map(|v| v / 1e3);
     for rep in 0..ctx.repeat {
         for &(label, slug, mode, threads) in LATENCY_MODES {
-            let opts = HybridOptions { mode, ..options(n) };
-            let plan = LoadPlan {
-                loaded: n,
-                per_key: 1,
-            };
-            let started = Instant::now();
-            let outcome = load(IndexKind::Hybrid, &keys, true, plan, &opts)
-                .and_then(|l| mixed_stream(&l, &keys, n, (&reads, &read_keys), threads));
-            let timeline = match outcome {
-                Ok(t) => t,
-                Err(e) => {
-                    cells.add((label, kind, true, "max all"), "us", n, Err(e));
-                    continue;
-                }
-            };
-            let during = timeline.overlapping();
-            let mut all = timeline.latencies.clone();
-            let mut merging: Vec<u64> = timeline
-                .latencies
-                .iter()
-                .zip(&during)
-                .filter(|(_, &d)| d)
-                .map(|(&l, _)| l)
-                .collect();
-            all.sort_unstable();
-            merging.sort_unstable();
-            let pairs = n + inserts;
-            let mut put = |measure: &'static str, unit, v: Option<f64>| {
-                if let Some(v) = v {
-                    cells.add((label, kind, true, measure), unit, pairs, Ok(v));
-                }
-            };
-            put("merges", "count", Some(timeline.merges.len() as f64));
-            put("ops", "count", Some(all.len() as f64));
-            put("ops merging", "count", Some(merging.len() as f64));
-            put("p50 all", "us", us(quantile(&all, 0.5)));
-            put("p99 all", "us", us(quantile(&all, 0.99)));
-            put("p99.9 all", "us", us(quantile(&all, 0.999)));
-            put("max all", "us", us(quantile(&all, 1.0)));
-            put("p50 merging", "us", us(quantile(&merging, 0.5)));
-            put("p99 merging", "us", us(quantile(&merging, 0.99)));
-            put("p99.9 merging", "us", us(quantile(&merging, 0.999)));
-            put("max merging", "us", us(quantile(&merging, 1.0)));
-            eprintln!(
-                "{name}: {label} repetition {}/{}: {:.1} s, {} merges during the stream",
-                rep + 1,
-                ctx.repeat,
-                started.elapsed().as_secs_f64(),
-                timeline.merges.len()
-            );
-            if rep == 0 {
+            let timeline = measure_mode(ctx, &mut cells, &stream, (label, mode, threads), rep);
+            if let (Some(timeline), 0) = (timeline, rep) {
                 first_timelines.push((label, slug, timeline));
             }
         }
     }
-
     let mut plots = Vec::new();
     for (label, slug, timeline) in &first_timelines {
-        let (x_labels, max, merging) = timeline.bins();
-        let top = max.iter().flatten().copied().fold(0.0f64, f64::max) * 1.05;
-        let marks = merging.iter().map(|&m| m.then_some(top));
-        // One repetition's stream: no error bars.
-        let series: Vec<Series> = vec![
-            plain("max latency".to_string(), max),
-            plain("merge running".to_string(), marks),
-        ];
-        let file = format!("latency-{slug}.png");
-        let title =
-            format!("{name}: {label}, max operation latency per time bin (ms), repetition 1");
-        let chart = LineChart {
-            title: &title,
-            x_desc: "seconds into the mixed stream",
-            y_desc: "max latency (ms)",
-            x_labels: &x_labels,
-            series: &series,
-            phases: None,
-        };
-        line_plot(ctx, &mut plots, file, &chart)?;
+        latency_plot(ctx, &mut plots, (label, slug), timeline)?;
     }
+    finish(
+        ctx,
+        &cells,
+        Vec::new(),
+        Written {
+            summary: latency_summary(ctx, &cells, inserts),
+            sections: Vec::new(),
+            paper: latency_paper(&cells, n),
+            targets: latency_targets(&cells),
+            facts: latency_facts(ctx, inserts),
+            plots,
+        },
+    )
+}
 
-    let cell = |label: &str, measure| cells.summary((label, kind, true, measure));
-    let med = |label: &str, measure| cell(label, measure).map(|s| s.median);
+/// One repetition (`rep`, from 0) of one merge mode (`label`, `mode`, `threads`): a fresh
+/// index loaded with the first N keys, then the mixed stream, recorded in `cells`; its
+/// timeline, or `None` when it failed (recorded as such).
+fn measure_mode(
+    ctx: &ExperimentContext<'_>,
+    cells: &mut Cells,
+    stream: &Stream,
+    (label, mode, threads): (&str, MergeMode, usize),
+    rep: usize,
+) -> Option<Timeline> {
+    let n = ctx.n;
+    let opts = HybridOptions { mode, ..options(n) };
+    let plan = LoadPlan {
+        loaded: n,
+        per_key: 1,
+    };
+    let started = Instant::now();
+    let reads = (stream.reads.as_slice(), &stream.read_keys);
+    let outcome = load(IndexKind::Hybrid, &stream.keys, true, plan, &opts)
+        .and_then(|l| mixed_stream(&l, &stream.keys, n, reads, threads));
+    let timeline = match outcome {
+        Ok(t) => t,
+        Err(e) => {
+            cells.add((label, LATENCY_KEYS, true, "max all"), "us", n, Err(e));
+            return None;
+        }
+    };
+    record_timeline(cells, label, &timeline, n + stream.inserts);
+    eprintln!(
+        "{}: {label} repetition {}/{}: {:.1} s, {} merges during the stream",
+        ctx.experiment.name,
+        rep + 1,
+        ctx.repeat,
+        started.elapsed().as_secs_f64(),
+        timeline.merges.len()
+    );
+    Some(timeline)
+}
+
+/// Records one stream's counts and latency quantiles (microseconds) in `cells` under
+/// `label`, over all operations and over those that overlapped a merge.
+fn record_timeline(cells: &mut Cells, label: &str, timeline: &Timeline, pairs: usize) {
+    let during = timeline.overlapping();
+    let mut all = timeline.latencies.clone();
+    let mut merging: Vec<u64> = timeline
+        .latencies
+        .iter()
+        .zip(&during)
+        .filter(|(_, &d)| d)
+        .map(|(&l, _)| l)
+        .collect();
+    all.sort_unstable();
+    merging.sort_unstable();
+    let mut put = |measure: &'static str, unit, v: Option<f64>| {
+        if let Some(v) = v {
+            cells.add((label, LATENCY_KEYS, true, measure), unit, pairs, Ok(v));
+        }
+    };
+    put("merges", "count", Some(timeline.merges.len() as f64));
+    put("ops", "count", Some(all.len() as f64));
+    put("ops merging", "count", Some(merging.len() as f64));
+    for (sorted, measures) in [
+        (&all, ["p50 all", "p99 all", "p99.9 all", "max all"]),
+        (
+            &merging,
+            ["p50 merging", "p99 merging", "p99.9 merging", "max merging"],
+        ),
+    ] {
+        for (measure, q) in measures.into_iter().zip([0.5, 0.99, 0.999, 1.0]) {
+            put(measure, "us", quantile(sorted, q).map(|ns| ns / 1e3));
+        }
+    }
+}
+
+/// Draws the max latency per time bin of one stream (`label`, file `latency-{slug}.png`),
+/// with the bins where a merge ran, and adds it to `plots`.
+fn latency_plot(
+    ctx: &ExperimentContext<'_>,
+    plots: &mut Vec<(String, String)>,
+    (label, slug): (&str, &str),
+    timeline: &Timeline,
+) -> Result<(), String> {
+    let (x_labels, max, merging) = timeline.bins();
+    let top = max.iter().flatten().copied().fold(0.0f64, f64::max) * 1.05;
+    let marks = merging.iter().map(|&m| m.then_some(top));
+    // One repetition's stream: no error bars.
+    let series: Vec<Series> = vec![
+        plain("max latency".to_string(), max),
+        plain("merge running".to_string(), marks),
+    ];
+    let file = format!("latency-{slug}.png");
+    let title = format!(
+        "{}: {label}, max operation latency per time bin (ms), repetition 1",
+        ctx.experiment.name
+    );
+    let chart = LineChart {
+        title: &title,
+        x_desc: "seconds into the mixed stream",
+        y_desc: "max latency (ms)",
+        x_labels: &x_labels,
+        series: &series,
+        phases: None,
+    };
+    line_plot(ctx, plots, file, &chart)
+}
+
+/// The cell of `label`'s `measure`, if measured without failure.
+fn latency_cell(cells: &Cells, label: &str, measure: &'static str) -> Option<Summary> {
+    cells.summary((label, LATENCY_KEYS, true, measure))
+}
+
+/// The median of `label`'s `measure`.
+fn latency_median(cells: &Cells, label: &str, measure: &'static str) -> Option<f64> {
+    latency_cell(cells, label, measure).map(|s| s.median)
+}
+
+/// `label`'s largest latency during a merge over the repetitions, in ms.
+fn worst_ms(cells: &Cells, label: &str) -> Option<f64> {
+    latency_cell(cells, label, "max merging").map(|s| s.max / 1e3)
+}
+
+/// The summary table of `hybrid-latency`, `inserts` inserts (and as many reads) per stream.
+fn latency_summary(ctx: &ExperimentContext<'_>, cells: &Cells, inserts: usize) -> String {
+    let n = ctx.n;
     let mut summary = format!(
         "rand64: `hybrid` loaded with {n} keys, then {} operations, half Zipfian reads and \
          half inserts of new keys, alternating on one thread (or reads on one thread and \
@@ -301,24 +397,28 @@ pub(crate) fn run_latency(ctx: &ExperimentContext<'_>) -> Result<Report, String>
         ctx.repeat
     );
     for &(label, ..) in LATENCY_MODES {
-        let worst = |m| cell(label, m).map(|s| s.max);
+        let worst = |m| latency_cell(cells, label, m).map(|s| s.max);
+        let med = |m, decimals| fmt_opt(latency_median(cells, label, m), decimals);
         let _ = writeln!(
             summary,
-            "| {kind} | `{label}` | {} | {} | {} | {} | {} | {} | {} | {} |",
-            fmt_opt(med(label, "merges"), 0),
-            fmt_opt(med(label, "ops merging"), 0),
-            fmt_opt(med(label, "p50 all"), 2),
-            fmt_opt(med(label, "p99 all"), 2),
+            "| {LATENCY_KEYS} | `{label}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            med("merges", 0),
+            med("ops merging", 0),
+            med("p50 all", 2),
+            med("p99 all", 2),
             fmt_opt(worst("max all"), 0),
-            fmt_opt(med(label, "p50 merging"), 2),
-            fmt_opt(med(label, "p99 merging"), 2),
+            med("p50 merging", 2),
+            med("p99 merging", 2),
             fmt_opt(worst("max merging"), 0),
         );
     }
-    let background = LATENCY_MODES[1].0;
+    summary
+}
+
+/// The targets of issue 5 that `hybrid-latency` speaks to: one per non-blocking mode.
+fn latency_targets(cells: &Cells) -> Vec<Target> {
     let blocking = LATENCY_MODES[0].0;
-    let worst_ms = |label: &str| cell(label, "max merging").map(|s| s.max / 1e3);
-    let targets: Vec<Target> = LATENCY_MODES[1..]
+    LATENCY_MODES[1..]
         .iter()
         .map(|&(label, ..)| {
             Target::check(
@@ -327,30 +427,41 @@ pub(crate) fn run_latency(ctx: &ExperimentContext<'_>) -> Result<Report, String>
                      under {MAX_MERGE_LATENCY_MS} ms (`{label}`, the largest over the \
                      repetitions)"
                 ),
-                worst_ms(label),
+                worst_ms(cells, label),
                 |ms| ms < MAX_MERGE_LATENCY_MS,
                 |ms| {
                     format!(
                         "{ms:.2} ms ({} merges overlapped; blocking: {} ms)",
-                        fmt_opt(med(label, "merges"), 0),
-                        fmt_opt(worst_ms(blocking), 1)
+                        fmt_opt(latency_median(cells, label, "merges"), 0),
+                        fmt_opt(worst_ms(cells, blocking), 1)
                     )
                 },
             )
         })
-        .collect();
-    let paper = format!(
+        .collect()
+}
+
+/// "What the paper reports" for `hybrid-latency`, with this run's `n` keys next to it.
+fn latency_paper(cells: &Cells, n: usize) -> String {
+    let blocking = LATENCY_MODES[0].0;
+    let background = LATENCY_MODES[1].0;
+    format!(
         "{}\n**Ours, next to it** (this run, {n} keys, single index operations): maximum \
          latency during merges: blocking {} ms, background {} ms (2 threads: {} ms); p99 \
          over all operations: blocking {} us, background {} us.\n",
         PAPER_TABLE_3.trim_end(),
-        fmt_opt(worst_ms(blocking), 1),
-        fmt_opt(worst_ms(background), 2),
-        fmt_opt(worst_ms(LATENCY_MODES[2].0), 2),
-        fmt_opt(med(blocking, "p99 all"), 2),
-        fmt_opt(med(background, "p99 all"), 2),
-    );
-    let facts = vec![
+        fmt_opt(worst_ms(cells, blocking), 1),
+        fmt_opt(worst_ms(cells, background), 2),
+        fmt_opt(worst_ms(cells, LATENCY_MODES[2].0), 2),
+        fmt_opt(latency_median(cells, blocking, "p99 all"), 2),
+        fmt_opt(latency_median(cells, background, "p99 all"), 2),
+    )
+}
+
+/// "What was run" of `hybrid-latency`, `inserts` inserts (and as many reads) per stream.
+fn latency_facts(ctx: &ExperimentContext<'_>, inserts: usize) -> Vec<String> {
+    let n = ctx.n;
+    vec![
         format!(
             "index: `hybrid` (ratio 10, merge everything, smallest merge {} entries), merges \
              blocking (on the writer that hits the trigger, the paper's) or in the background \
@@ -372,18 +483,5 @@ pub(crate) fn run_latency(ctx: &ExperimentContext<'_>) -> Result<Report, String>
             "repetitions: {} (interleaved mode by mode), seed {}; the plots show repetition 1",
             ctx.repeat, ctx.seed
         ),
-    ];
-    finish(
-        ctx,
-        &cells,
-        Vec::new(),
-        Written {
-            summary,
-            sections: Vec::new(),
-            paper,
-            targets,
-            facts,
-            plots,
-        },
-    )
+    ]
 }
