@@ -166,15 +166,9 @@ fn merge_time_plot(
         "{}: merge time (ms) vs static size before the merge, {kind}",
         ctx.experiment.name
     );
-    let chart = LineChart {
-        title: &title,
-        x_desc: "static stage entries before the merge (repetition 1's merges, in order)",
-        y_desc: "merge time (ms)",
-        x_labels: &labels,
-        series: &series,
-        phases: None,
-    };
-    line_plot(ctx, plots, file, &chart)
+    let x_desc = "static stage entries before the merge (repetition 1's merges, in order)";
+    let texts = [title.as_str(), x_desc, "merge time (ms)"];
+    draw_merge_lines(ctx, plots, file, texts, &labels, &series)
 }
 
 /// Draws each key set's merge time per static entry against the merge number (repetition 1).
@@ -202,12 +196,26 @@ fn ns_per_entry_plot(
         "{}: merge time per static entry (ns), repetition 1",
         ctx.experiment.name
     );
+    let texts = [title.as_str(), "merge number", "ns per static entry"];
+    draw_merge_lines(ctx, plots, file, texts, &labels, &series)
+}
+
+/// Draws the line chart `file` of `series` over `x_labels`, captioned `[title, x_desc,
+/// y_desc]`, and adds it to `plots`.
+fn draw_merge_lines(
+    ctx: &ExperimentContext<'_>,
+    plots: &mut Vec<(String, String)>,
+    file: String,
+    [title, x_desc, y_desc]: [&str; 3],
+    x_labels: &[String],
+    series: &[Series],
+) -> Result<(), String> {
     let chart = LineChart {
-        title: &title,
-        x_desc: "merge number",
-        y_desc: "ns per static entry",
-        x_labels: &labels,
-        series: &series,
+        title,
+        x_desc,
+        y_desc,
+        x_labels,
+        series,
         phases: None,
     };
     line_plot(ctx, plots, file, &chart)

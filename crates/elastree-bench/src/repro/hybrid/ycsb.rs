@@ -348,52 +348,34 @@ fn ycsb_plots(
 struct Medians<'a>(&'a Cells);
 
 impl Medians<'_> {
-    /// The median of `label` on `keys` of `unique`ness for `measure`.
-    fn get(
-        &self,
-        label: &str,
-        keys: KeySetKind,
-        unique: bool,
-        measure: &'static str,
-    ) -> Option<f64> {
-        self.0.median((label, keys, unique, measure))
+    /// The median at `at`.
+    fn get(&self, at: At<'_>) -> Option<f64> {
+        self.0.median(at)
     }
 
-    /// [`Medians::get`] of `label` over that of `btree`.
-    fn vs(
-        &self,
-        label: &str,
-        keys: KeySetKind,
-        unique: bool,
-        measure: &'static str,
-    ) -> Option<f64> {
-        ratio(
-            self.get(label, keys, unique, measure),
-            self.get("btree", keys, unique, measure),
-        )
+    /// The medians at `at` and at `btree` on the same key set, uniqueness and measure.
+    fn and_btree(&self, at: At<'_>) -> (Option<f64>, Option<f64>) {
+        let (_, keys, unique, measure) = at;
+        (self.get(at), self.get(("btree", keys, unique, measure)))
     }
 
-    /// [`Medians::get`] of `label` with its ratio to `btree`'s in parentheses.
-    fn with_btree(
-        &self,
-        label: &str,
-        keys: KeySetKind,
-        unique: bool,
-        measure: &'static str,
-        decimals: usize,
-    ) -> String {
-        with_ratio(
-            self.get(label, keys, unique, measure),
-            self.get("btree", keys, unique, measure),
-            decimals,
-        )
+    /// The median at `at` over `btree`'s.
+    fn vs(&self, at: At<'_>) -> Option<f64> {
+        let (v, btree) = self.and_btree(at);
+        ratio(v, btree)
+    }
+
+    /// The median at `at` with its ratio to `btree`'s in parentheses.
+    fn with_btree(&self, at: At<'_>, decimals: usize) -> String {
+        let (v, btree) = self.and_btree(at);
+        with_ratio(v, btree, decimals)
     }
 
     /// [`Medians::vs`] of `label` on every key set, by key set name.
     fn each(&self, label: &str, unique: bool, measure: &'static str) -> Vec<(String, Option<f64>)> {
         KEYSETS
             .iter()
-            .map(|&k| (k.name().to_string(), self.vs(label, k, unique, measure)))
+            .map(|&k| (k.name().to_string(), self.vs((label, k, unique, measure))))
             .collect()
     }
 }
@@ -418,15 +400,15 @@ fn ycsb_summary(ctx: &ExperimentContext<'_>, m: &Medians<'_>, labels: &[&str]) -
             for &label in labels {
                 let cells_text: Vec<String> = YCSB_MEASURES
                     .iter()
-                    .map(|&measure| m.with_btree(label, keys, unique, measure, 2))
+                    .map(|&measure| m.with_btree((label, keys, unique, measure), 2))
                     .collect();
                 let _ = writeln!(
                     summary,
                     "| {keys} | {} | `{label}` | {} | {} | {} |",
                     uniqueness(unique),
                     cells_text.join(" | "),
-                    m.with_btree(label, keys, unique, OWN, 1),
-                    fmt_opt(m.get(label, keys, unique, ALLOC), 1),
+                    m.with_btree((label, keys, unique, OWN), 1),
+                    fmt_opt(m.get((label, keys, unique, ALLOC)), 1),
                 );
             }
         }
@@ -456,8 +438,8 @@ fn ycsb_targets(m: &Medians<'_>) -> Vec<Target> {
                 uniqueness(unique)
             ),
             ratio(
-                m.get("hybrid-compressed", KeySetKind::Email, unique, OWN),
-                m.get("hybrid", KeySetKind::Email, unique, OWN),
+                m.get(("hybrid-compressed", KeySetKind::Email, unique, OWN)),
+                m.get(("hybrid", KeySetKind::Email, unique, OWN)),
             ),
             |r| r <= 0.8,
             |r| format!("{r:.2}x `hybrid`"),
@@ -490,14 +472,14 @@ fn ycsb_paper(n: usize, m: &Medians<'_>) -> String {
          {}; insert-only {}; read/write {}; scan/insert {}. Non-unique memory: {}. \
          `hybrid-compressed` over `hybrid` (unique memory): {}.\n",
         PAPER_FIGURE_7.trim_end(),
-        ratios_text(&|k| m.vs("hybrid", k, true, OWN)),
-        ratios_text(&|k| m.vs("hybrid", k, true, INSERT_ONLY)),
-        ratios_text(&|k| m.vs("hybrid", k, true, READ_WRITE)),
-        ratios_text(&|k| m.vs("hybrid", k, true, SCAN_INSERT)),
-        ratios_text(&|k| m.vs("hybrid", k, false, OWN)),
+        ratios_text(&|k| m.vs(("hybrid", k, true, OWN))),
+        ratios_text(&|k| m.vs(("hybrid", k, true, INSERT_ONLY))),
+        ratios_text(&|k| m.vs(("hybrid", k, true, READ_WRITE))),
+        ratios_text(&|k| m.vs(("hybrid", k, true, SCAN_INSERT))),
+        ratios_text(&|k| m.vs(("hybrid", k, false, OWN))),
         ratios_text(&|k| ratio(
-            m.get("hybrid-compressed", k, true, OWN),
-            m.get("hybrid", k, true, OWN)
+            m.get(("hybrid-compressed", k, true, OWN)),
+            m.get(("hybrid", k, true, OWN))
         )),
     )
 }
