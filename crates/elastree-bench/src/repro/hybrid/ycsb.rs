@@ -1,6 +1,8 @@
 //! `hybrid-ycsb` (Figures 7 and 13): `btree`, `hybrid` and `hybrid-compressed` on YCSB
 //! workloads, unique and non-unique.
 
+use indicatif::ProgressBar;
+
 use super::*;
 
 /// Operations of each read-only and read/write pass, as a fraction of N (capped at the YCSB
@@ -140,96 +142,188 @@ pub(super) fn uniqueness(unique: bool) -> &'static str {
     }
 }
 
+/// One key set and uniqueness as run, for "What was run".
+struct Shape {
+    kind: KeySetKind,
+    unique: bool,
+    /// Distinct keys.
+    d: usize,
+    /// Pairs loaded.
+    pairs: usize,
+    /// Operations per pass of each workload of [`YCSB_RUNS`].
+    counts: Vec<usize>,
+}
+
+/// One workload's YCSB stream: its measure, plan and keys in operation order.
+type Stream = (&'static str, YcsbPlan, KeySet);
+
+/// An index loaded once, with the current tid of each distinct key.
+type Kept = (&'static str, Loaded, Vec<u64>);
+
 /// `hybrid-ycsb`.
 pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
-    let name = ctx.experiment.name;
-    let n = ctx.n;
-    let opts = options(n);
-    let ops = ((n as f64 * YCSB_OPS_FRACTION) as usize).max(1);
-    let scan_ops = ((n as f64 * YCSB_SCAN_OPS_FRACTION) as usize).max(1);
     let mut cells = Cells::default();
     let mut shapes = Vec::new();
     let progress =
         crate::run::progress_bar((KEYSETS.len() * 2 * (ctx.repeat + 1) * INDEXES.len()) as u64);
     for &kind in KEYSETS {
         for unique in [true, false] {
-            let per_key = if unique { 1 } else { TIDS_PER_KEY };
-            let d = (n / per_key).max(2);
-            progress.suspend(|| {
-                eprintln!(
-                    "{name}: {kind} {}: generating {d} keys and the YCSB streams",
-                    uniqueness(unique)
-                );
-            });
-            let keys = kind.generate(d, ctx.seed);
-            let plan = LoadPlan {
-                loaded: loaded_keys(d),
-                per_key,
-            };
-            let pairs = plan.loaded * per_key;
-            // One stream per workload, long enough for every repetition; repetition `r`
-            // runs its `r`-th chunk, so updates and inserts never repeat.
-            let streams: Vec<(&str, YcsbPlan, KeySet)> = YCSB_RUNS
-                .iter()
-                .map(|&(w, label)| {
-                    let count = if w == Ycsb::E { scan_ops } else { ops };
-                    let (p, s) = ycsb_stream(w, &keys, count * ctx.repeat, ctx.seed);
-                    (label, p, s)
-                })
-                .collect();
-            let chunk =
-                |len: usize, rep: usize| rep * len / ctx.repeat..(rep + 1) * len / ctx.repeat;
-            shapes.push((
-                kind,
-                unique,
-                d,
-                pairs,
-                streams
-                    .iter()
-                    .map(|(_, p, _)| p.ops.len() / ctx.repeat)
-                    .collect::<Vec<_>>(),
-            ));
-            // One load per index (timed: insert-only), all three kept, then the repetitions
-            // of the workload passes interleaved index by index.
-            let mut indexes = Vec::new();
-            for &index_kind in INDEXES {
-                let label = index_kind.name();
-                progress.set_message(format!("{kind} {} {label} load", uniqueness(unique)));
-                match load(index_kind, &keys, unique, plan, &opts) {
-                    Ok(l) => {
-                        record_load(&mut cells, label, kind, unique, &l);
-                        indexes.push((label, l, (0..d as u64).collect::<Vec<u64>>()));
-                    }
-                    Err(e) => {
-                        cells.add((label, kind, unique, INSERT_ONLY), MOPS, pairs, Err(e));
-                    }
-                }
-                progress.inc(1);
-            }
-            for rep in 0..ctx.repeat {
-                for (label, l, current) in &mut indexes {
-                    progress.set_message(format!(
-                        "{kind} {} {label} repetition {}",
-                        uniqueness(unique),
-                        rep + 1
-                    ));
-                    for (measure, p, s) in &streams {
-                        let pass = Pass {
-                            plan: p,
-                            stream: s,
-                            range: chunk(p.ops.len(), rep),
-                        };
-                        let mops = run_ycsb_ops(l.index.as_ref(), &pass, d, current);
-                        cells.add((label, kind, unique, measure), MOPS, pairs, mops);
-                    }
-                    progress.inc(1);
-                }
-            }
+            shapes.push(measure_keys(ctx, &mut cells, &progress, kind, unique));
         }
     }
     progress.finish_and_clear();
 
     let labels: Vec<&str> = INDEXES.iter().map(|k| k.name()).collect();
+    let plots = ycsb_plots(ctx, &cells, &labels)?;
+    let m = Medians(&cells);
+    finish(
+        ctx,
+        &cells,
+        Vec::new(),
+        Written {
+            summary: ycsb_summary(ctx, &m, &labels),
+            sections: Vec::new(),
+            paper: ycsb_paper(ctx.n, &m),
+            targets: ycsb_targets(&m),
+            facts: ycsb_facts(ctx, &labels, &shapes),
+            plots,
+        },
+    )
+}
+
+/// Measures every index on `kind` keys of `unique`ness into `cells`: one load per index, then
+/// the repetitions of the workload passes interleaved index by index.
+fn measure_keys(
+    ctx: &ExperimentContext<'_>,
+    cells: &mut Cells,
+    progress: &ProgressBar,
+    kind: KeySetKind,
+    unique: bool,
+) -> Shape {
+    let n = ctx.n;
+    let per_key = if unique { 1 } else { TIDS_PER_KEY };
+    let d = (n / per_key).max(2);
+    progress.suspend(|| {
+        eprintln!(
+            "{}: {kind} {}: generating {d} keys and the YCSB streams",
+            ctx.experiment.name,
+            uniqueness(unique)
+        );
+    });
+    let keys = kind.generate(d, ctx.seed);
+    let plan = LoadPlan {
+        loaded: loaded_keys(d),
+        per_key,
+    };
+    let pairs = plan.loaded * per_key;
+    let streams = ycsb_streams(ctx, &keys);
+    let shape = Shape {
+        kind,
+        unique,
+        d,
+        pairs,
+        counts: streams
+            .iter()
+            .map(|(_, p, _)| p.ops.len() / ctx.repeat)
+            .collect(),
+    };
+    // One load per index (timed: insert-only), all three kept, then the repetitions
+    // of the workload passes interleaved index by index.
+    let mut indexes = load_indexes(ctx.n, cells, progress, &keys, &shape, plan);
+    for rep in 0..ctx.repeat {
+        for kept in &mut indexes {
+            progress.set_message(format!(
+                "{kind} {} {} repetition {}",
+                uniqueness(unique),
+                kept.0,
+                rep + 1
+            ));
+            run_passes(ctx, cells, &shape, &streams, kept, rep);
+            progress.inc(1);
+        }
+    }
+    shape
+}
+
+/// Loads `keys` into every index of [`INDEXES`] (timed: insert-only), recording each load
+/// (or its failure) in `cells`; returns the indexes that loaded.
+fn load_indexes(
+    n: usize,
+    cells: &mut Cells,
+    progress: &ProgressBar,
+    keys: &KeySet,
+    shape: &Shape,
+    plan: LoadPlan,
+) -> Vec<Kept> {
+    let (kind, unique) = (shape.kind, shape.unique);
+    let mut indexes = Vec::new();
+    for &index_kind in INDEXES {
+        let label = index_kind.name();
+        progress.set_message(format!("{kind} {} {label} load", uniqueness(unique)));
+        match load(index_kind, keys, unique, plan, &options(n)) {
+            Ok(l) => {
+                record_load(cells, label, kind, unique, &l);
+                indexes.push((label, l, (0..shape.d as u64).collect::<Vec<u64>>()));
+            }
+            Err(e) => {
+                cells.add(
+                    (label, kind, unique, INSERT_ONLY),
+                    MOPS,
+                    shape.pairs,
+                    Err(e),
+                );
+            }
+        }
+        progress.inc(1);
+    }
+    indexes
+}
+
+/// One stream per workload over `keys`, long enough for every repetition; repetition `r`
+/// runs its `r`-th chunk, so updates and inserts never repeat.
+fn ycsb_streams(ctx: &ExperimentContext<'_>, keys: &KeySet) -> Vec<Stream> {
+    let ops = ((ctx.n as f64 * YCSB_OPS_FRACTION) as usize).max(1);
+    let scan_ops = ((ctx.n as f64 * YCSB_SCAN_OPS_FRACTION) as usize).max(1);
+    YCSB_RUNS
+        .iter()
+        .map(|&(w, label)| {
+            let count = if w == Ycsb::E { scan_ops } else { ops };
+            let (p, s) = ycsb_stream(w, keys, count * ctx.repeat, ctx.seed);
+            (label, p, s)
+        })
+        .collect()
+}
+
+/// Runs repetition `rep`'s chunk of every stream on the kept index, recording each pass's
+/// throughput in `cells`.
+fn run_passes(
+    ctx: &ExperimentContext<'_>,
+    cells: &mut Cells,
+    shape: &Shape,
+    streams: &[Stream],
+    (label, l, current): &mut Kept,
+    rep: usize,
+) {
+    let chunk = |len: usize| rep * len / ctx.repeat..(rep + 1) * len / ctx.repeat;
+    for (measure, p, s) in streams {
+        let pass = Pass {
+            plan: p,
+            stream: s,
+            range: chunk(p.ops.len()),
+        };
+        let mops = run_ycsb_ops(l.index.as_ref(), &pass, shape.d, current);
+        let at = (*label, shape.kind, shape.unique, *measure);
+        cells.add(at, MOPS, shape.pairs, mops);
+    }
+}
+
+/// Draws one bar chart per uniqueness and measure (throughputs, then memory).
+fn ycsb_plots(
+    ctx: &ExperimentContext<'_>,
+    cells: &Cells,
+    labels: &[&str],
+) -> Result<Vec<(String, String)>, String> {
+    let (name, n) = (ctx.experiment.name, ctx.n);
     let mut plots = Vec::new();
     for unique in [true, false] {
         for &measure in YCSB_MEASURES.iter().chain(&[OWN]) {
@@ -237,81 +331,103 @@ pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             let slug = measure.replace('/', "-");
             bars(
                 ctx,
-                &cells,
+                cells,
                 &mut plots,
                 format!("{}-{slug}.png", uniqueness(unique)),
                 format!("{name}: {} {measure} ({unit}), n={n}", uniqueness(unique)),
-                &labels,
+                labels,
                 unique,
                 measure,
             )?;
         }
     }
+    Ok(plots)
+}
 
-    let cell = |label: &str, keys, unique, measure| cells.median((label, keys, unique, measure));
-    let vs = |label: &str, keys, unique, measure| {
-        ratio(
-            cell(label, keys, unique, measure),
-            cell("btree", keys, unique, measure),
-        )
-    };
+/// The medians of `hybrid-ycsb`'s cells, and their ratios to `btree`'s.
+struct Medians<'a>(&'a Cells);
+
+impl Medians<'_> {
+    /// The median at `at`.
+    fn get(&self, at: At<'_>) -> Option<f64> {
+        self.0.median(at)
+    }
+
+    /// The medians at `at` and at `btree` on the same key set, uniqueness and measure.
+    fn and_btree(&self, at: At<'_>) -> (Option<f64>, Option<f64>) {
+        let (_, keys, unique, measure) = at;
+        (self.get(at), self.get(("btree", keys, unique, measure)))
+    }
+
+    /// The median at `at` over `btree`'s.
+    fn vs(&self, at: At<'_>) -> Option<f64> {
+        let (v, btree) = self.and_btree(at);
+        ratio(v, btree)
+    }
+
+    /// The median at `at` with its ratio to `btree`'s in parentheses.
+    fn with_btree(&self, at: At<'_>, decimals: usize) -> String {
+        let (v, btree) = self.and_btree(at);
+        with_ratio(v, btree, decimals)
+    }
+
+    /// [`Medians::vs`] of `label` on every key set, by key set name.
+    fn each(&self, label: &str, unique: bool, measure: &'static str) -> Vec<(String, Option<f64>)> {
+        KEYSETS
+            .iter()
+            .map(|&k| (k.name().to_string(), self.vs((label, k, unique, measure))))
+            .collect()
+    }
+}
+
+/// The summary table: every measure of every index, key set and uniqueness.
+fn ycsb_summary(ctx: &ExperimentContext<'_>, m: &Medians<'_>, labels: &[&str]) -> String {
     let mut summary = format!(
-        "{n} pairs per key set and uniqueness (non-unique: {} distinct keys with \
+        "{} pairs per key set and uniqueness (non-unique: {} distinct keys with \
          {TIDS_PER_KEY} tids each); YCSB loads 95% of the distinct keys first. Medians of {} \
          repetitions (Mops/s; insert-only: one load), in parentheses the ratio to `btree`; \
          bytes per pair after the load by the index's own accounting (alloc: the counting \
          allocator).\n\n\
          | keys | uniqueness | index | {} | own B/pair | alloc B/pair |\n\
          |---|---|---|---|---|---|---|---|---|\n",
-        n / TIDS_PER_KEY,
+        ctx.n,
+        ctx.n / TIDS_PER_KEY,
         ctx.repeat,
         YCSB_MEASURES.join(" | ")
     );
     for unique in [true, false] {
         for &keys in KEYSETS {
-            for &label in &labels {
+            for &label in labels {
                 let cells_text: Vec<String> = YCSB_MEASURES
                     .iter()
-                    .map(|&m| {
-                        with_ratio(
-                            cell(label, keys, unique, m),
-                            cell("btree", keys, unique, m),
-                            2,
-                        )
-                    })
+                    .map(|&measure| m.with_btree((label, keys, unique, measure), 2))
                     .collect();
                 let _ = writeln!(
                     summary,
                     "| {keys} | {} | `{label}` | {} | {} | {} |",
                     uniqueness(unique),
                     cells_text.join(" | "),
-                    with_ratio(
-                        cell(label, keys, unique, OWN),
-                        cell("btree", keys, unique, OWN),
-                        1
-                    ),
-                    fmt_opt(cell(label, keys, unique, ALLOC), 1),
+                    m.with_btree((label, keys, unique, OWN), 1),
+                    fmt_opt(m.get((label, keys, unique, ALLOC)), 1),
                 );
             }
         }
     }
+    summary
+}
 
-    let each = |label: &str, unique: bool, measure| -> Vec<(String, Option<f64>)> {
-        KEYSETS
-            .iter()
-            .map(|&k| (k.name().to_string(), vs(label, k, unique, measure)))
-            .collect()
-    };
+/// The targets of issue 5 that `hybrid-ycsb` speaks to.
+fn ycsb_targets(m: &Medians<'_>) -> Vec<Target> {
     let mut targets = Vec::new();
     for label in ["hybrid", "hybrid-compressed"] {
         targets.push(all_hold(
             format!("unique: `{label}`'s memory at most 0.5x `btree` on every key set"),
-            &each(label, true, OWN),
+            &m.each(label, true, OWN),
             |r| r <= 0.5,
         ));
         targets.push(all_hold(
             format!("non-unique ({TIDS_PER_KEY} tids per key): `{label}`'s memory at most 0.35x `btree`"),
-            &each(label, false, OWN),
+            &m.each(label, false, OWN),
             |r| r <= 0.35,
         ));
     }
@@ -322,8 +438,8 @@ pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                 uniqueness(unique)
             ),
             ratio(
-                cell("hybrid-compressed", KeySetKind::Email, unique, OWN),
-                cell("hybrid", KeySetKind::Email, unique, OWN),
+                m.get(("hybrid-compressed", KeySetKind::Email, unique, OWN)),
+                m.get(("hybrid", KeySetKind::Email, unique, OWN)),
             ),
             |r| r <= 0.8,
             |r| format!("{r:.2}x `hybrid`"),
@@ -341,27 +457,35 @@ pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                     "{}: `hybrid` {measure} at least {min}x `btree`",
                     uniqueness(unique)
                 ),
-                &each("hybrid", unique, measure),
+                &m.each("hybrid", unique, measure),
                 |r| r >= min,
             ));
         }
     }
+    targets
+}
 
-    let paper = format!(
+/// "What the paper reports", with this run's ratios next to it.
+fn ycsb_paper(n: usize, m: &Medians<'_>) -> String {
+    format!(
         "{}\n**Ours, next to it** (this run, {n} pairs): unique `hybrid` over `btree`: memory \
          {}; insert-only {}; read/write {}; scan/insert {}. Non-unique memory: {}. \
          `hybrid-compressed` over `hybrid` (unique memory): {}.\n",
         PAPER_FIGURE_7.trim_end(),
-        ratios_text(&|k| vs("hybrid", k, true, OWN)),
-        ratios_text(&|k| vs("hybrid", k, true, INSERT_ONLY)),
-        ratios_text(&|k| vs("hybrid", k, true, READ_WRITE)),
-        ratios_text(&|k| vs("hybrid", k, true, SCAN_INSERT)),
-        ratios_text(&|k| vs("hybrid", k, false, OWN)),
+        ratios_text(&|k| m.vs(("hybrid", k, true, OWN))),
+        ratios_text(&|k| m.vs(("hybrid", k, true, INSERT_ONLY))),
+        ratios_text(&|k| m.vs(("hybrid", k, true, READ_WRITE))),
+        ratios_text(&|k| m.vs(("hybrid", k, true, SCAN_INSERT))),
+        ratios_text(&|k| m.vs(("hybrid", k, false, OWN))),
         ratios_text(&|k| ratio(
-            cell("hybrid-compressed", k, true, OWN),
-            cell("hybrid", k, true, OWN)
+            m.get(("hybrid-compressed", k, true, OWN)),
+            m.get(("hybrid", k, true, OWN))
         )),
-    );
+    )
+}
+
+/// "What was run": the indexes, the method, the repetitions and each key set's shape.
+fn ycsb_facts(ctx: &ExperimentContext<'_>, labels: &[&str], shapes: &[Shape]) -> Vec<String> {
     let mut facts = vec![
         format!(
             "indexes: {} (the hybrid kinds with ratio 10, merge everything, background \
@@ -371,50 +495,42 @@ pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                 .map(|l| format!("`{l}`"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            opts.min_merge
+            options(ctx.n).min_merge
         ),
-        "per key set and uniqueness, on one thread: each index loaded once with 95% of the \
-         distinct keys (`insert-only`, timed until its last merge is done; memory read then; \
-         one load per index, so the insert-only and memory figures are single runs: a load \
-         is the experiment's longest measurement and repeating it would triple the run), \
-         then, per repetition and interleaved index by index, on that same index \
-         `read-only` (YCSB C), `read/write` \
-         (YCSB A; unique update = insert of the key with a new tid, non-unique update = \
-         `remove_pair` of its current tid + insert of the new one) and `scan/insert` (YCSB E: \
-         95% ascending scans of 1-100 pairs from a Zipfian start key, 5% inserts of new keys), \
-         each timed until its merges are done; YCSB streams from `ycsb.rs` (scrambled \
-         Zipfian, theta 0.99), each repetition running its own chunk of one stream (so \
-         updates and inserts never repeat, and the index changes from pass to pass as a \
-         running database's would)"
-            .to_string(),
+        YCSB_METHOD.to_string(),
         format!(
             "repetitions: {} (interleaved index by index), seed {}",
             ctx.repeat, ctx.seed
         ),
     ];
-    for (kind, unique, d, pairs, counts) in &shapes {
+    for s in shapes {
         facts.push(format!(
-            "{kind} {}: {d} distinct keys, {pairs} pairs loaded; operations per pass: {}",
-            uniqueness(*unique),
+            "{} {}: {} distinct keys, {} pairs loaded; operations per pass: {}",
+            s.kind,
+            uniqueness(s.unique),
+            s.d,
+            s.pairs,
             YCSB_RUNS
                 .iter()
-                .zip(counts)
+                .zip(&s.counts)
                 .map(|((_, m), c)| format!("{m} {c}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
     }
-    finish(
-        ctx,
-        &cells,
-        Vec::new(),
-        Written {
-            summary,
-            sections: Vec::new(),
-            paper,
-            targets,
-            facts,
-            plots,
-        },
-    )
+    facts
 }
+
+/// How `hybrid-ycsb` measures, for "What was run".
+const YCSB_METHOD: &str = "per key set and uniqueness, on one thread: each index loaded once \
+     with 95% of the distinct keys (`insert-only`, timed until its last merge is done; memory \
+     read then; one load per index, so the insert-only and memory figures are single runs: a \
+     load is the experiment's longest measurement and repeating it would triple the run), \
+     then, per repetition and interleaved index by index, on that same index `read-only` \
+     (YCSB C), `read/write` (YCSB A; unique update = insert of the key with a new tid, \
+     non-unique update = `remove_pair` of its current tid + insert of the new one) and \
+     `scan/insert` (YCSB E: 95% ascending scans of 1-100 pairs from a Zipfian start key, 5% \
+     inserts of new keys), each timed until its merges are done; YCSB streams from `ycsb.rs` \
+     (scrambled Zipfian, theta 0.99), each repetition running its own chunk of one stream (so \
+     updates and inserts never repeat, and the index changes from pass to pass as a running \
+     database's would)";
