@@ -209,7 +209,7 @@ fn raw() -> String {
     format!(
         "`results.jsonl` (one JSON object per index x masters x threads x workload) and \
          `results.csv` (the same fields: {}), documented in \
-         `crates/elastree-bench/src/repro/dist.rs`.",
+         `crates/elastree-bench/src/repro/dist/rows.rs`.",
         joined(FIELDS, |f| format!("`{f}`"))
     )
 }

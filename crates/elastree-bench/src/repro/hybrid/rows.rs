@@ -263,7 +263,7 @@ pub(super) fn finish(
             "`results.jsonl` (one JSON object per index x key set x uniqueness x measure, \
              with the median, minimum and maximum over the repetitions; `hybrid-merge` adds \
              one row per merge) and `results.csv` (the same fields: {}), documented in \
-             `crates/elastree-bench/src/repro/hybrid.rs`.",
+             `crates/elastree-bench/src/repro/hybrid/rows.rs`.",
             FIELDS
                 .iter()
                 .map(|f| format!("`{f}`"))
