@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Mutex;
 
-use super::{lock_unpoisoned, peer_key_check, visit_entries, BenchIndex, Peer, PeerKey};
+use super::{lock_unpoisoned, visit_entries, BenchIndex, Peer, PeerKey};
 use crate::keys::{Key, KeySetKind};
 
 /// `std::collections::BTreeMap` behind a mutex. Single-threaded only: the mutex is always
@@ -34,17 +34,7 @@ impl<K: PeerKey> Default for StdBTreeMap<K> {
 }
 
 impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for StdBTreeMap<K> {
-    fn name(&self) -> &str {
-        Peer::BTreeMap.name()
-    }
-
-    fn concurrent(&self) -> bool {
-        false
-    }
-
-    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        peer_key_check::<K>(self.name(), keys)
-    }
+    generic_peer_basics!(Peer::BTreeMap, concurrent: false);
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {

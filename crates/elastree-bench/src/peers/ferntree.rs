@@ -3,7 +3,7 @@
 use std::borrow::Borrow;
 
 use super::raw_iter::{drain_ascending, raw_scan_ascending, raw_scan_descending};
-use super::{peer_key_check, BenchIndex, Peer, PeerKey};
+use super::{BenchIndex, Peer, PeerKey};
 use crate::keys::{Key, KeySetKind};
 
 /// `ferntree::Tree` (OLC B+-tree, default node capacities). Point reads use the optimistic fast
@@ -37,17 +37,7 @@ impl<K: PeerKey + ferntree::OptimisticRead> Drop for Fern<K> {
 }
 
 impl<K: PeerKey + ferntree::OptimisticRead + Borrow<K::Ref>> BenchIndex for Fern<K> {
-    fn name(&self) -> &str {
-        Peer::FernTree.name()
-    }
-
-    fn concurrent(&self) -> bool {
-        true
-    }
-
-    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        peer_key_check::<K>(self.name(), keys)
-    }
+    generic_peer_basics!(Peer::FernTree, concurrent: true);
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {

@@ -30,6 +30,25 @@ use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use crate::workload::Workload;
 
 mod blart;
+/// The [`BenchIndex`] methods a peer generic over its key type `K` writes the same way: its
+/// name (`$peer`), whether it may run on many threads (`$concurrent`), and the key sets `K`
+/// holds ([`peer_key_check`]).
+macro_rules! generic_peer_basics {
+    ($peer:expr, concurrent: $concurrent:expr) => {
+        fn name(&self) -> &str {
+            $peer.name()
+        }
+
+        fn concurrent(&self) -> bool {
+            $concurrent
+        }
+
+        fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+            super::peer_key_check::<K>(self.name(), keys)
+        }
+    };
+}
+
 mod bplustree;
 mod btreemap;
 mod congee;

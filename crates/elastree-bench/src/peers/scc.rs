@@ -3,7 +3,7 @@
 use std::borrow::Borrow;
 use std::ops::Bound;
 
-use super::{peer_key_check, visit_entries, BenchIndex, Peer, PeerKey};
+use super::{visit_entries, BenchIndex, Peer, PeerKey};
 use crate::keys::{Key, KeySetKind};
 
 /// `scc::TreeIndex` through its synchronous API: `insert_sync`, lock-free `peek_with`, `range`
@@ -28,17 +28,7 @@ impl<K: PeerKey> Default for SccTree<K> {
 }
 
 impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for SccTree<K> {
-    fn name(&self) -> &str {
-        Peer::Scc.name()
-    }
-
-    fn concurrent(&self) -> bool {
-        true
-    }
-
-    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        peer_key_check::<K>(self.name(), keys)
-    }
+    generic_peer_basics!(Peer::Scc, concurrent: true);
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {

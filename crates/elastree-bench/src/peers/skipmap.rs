@@ -4,7 +4,7 @@ use std::borrow::Borrow;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{peer_key_check, BenchIndex, Peer, PeerKey};
+use super::{BenchIndex, Peer, PeerKey};
 use crate::keys::{Key, KeySetKind};
 
 /// Visits the first `n` skip-list entries of `entries`; returns how many it visited.
@@ -48,17 +48,7 @@ impl<K: PeerKey> Default for Skip<K> {
 }
 
 impl<K: PeerKey + Borrow<K::Ref>> BenchIndex for Skip<K> {
-    fn name(&self) -> &str {
-        Peer::SkipMap.name()
-    }
-
-    fn concurrent(&self) -> bool {
-        true
-    }
-
-    fn supports(&self, keys: KeySetKind) -> Result<(), String> {
-        peer_key_check::<K>(self.name(), keys)
-    }
+    generic_peer_basics!(Peer::SkipMap, concurrent: true);
 
     #[inline]
     fn insert(&self, key: Key<'_>, value: u64) {
