@@ -385,64 +385,8 @@ impl GrowShrinkExperiment<'_> {
                 None => self.driver.budget,
             };
             budgets.push(budget.bytes(keys.len()));
-            let mut runs: Vec<(IndexSpec, Status, Vec<Vec<Point>>)> = self
-                .indexes
-                .iter()
-                .map(|&spec| {
-                    let status = match growshrink::supports(spec, kind, self.driver.threads) {
-                        Ok(()) => Status::Ok,
-                        Err(reason) => Status::Skipped(reason),
-                    };
-                    (spec, status, Vec::new())
-                })
-                .collect();
-            // Repetitions interleave the indexes, so a slow spell of a shared machine lands
-            // on all of them alike.
-            for rep in 0..ctx.repeat {
-                let cfg = self.driver(ctx.seed, rep, budget);
-                for (spec, status, points) in &mut runs {
-                    if *status != Status::Ok {
-                        continue;
-                    }
-                    let started = Instant::now();
-                    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-                        growshrink::run(*spec, &keys, &cfg)
-                    }))
-                    .unwrap_or_else(|payload| {
-                        Err(format!("panicked: {}", panic_message(payload.as_ref())))
-                    });
-                    match outcome {
-                        Ok(run) => {
-                            eprintln!(
-                                "{}: {kind} {} repetition {}/{}: {:.1} s",
-                                ctx.experiment.name,
-                                spec.name(),
-                                rep + 1,
-                                ctx.repeat,
-                                started.elapsed().as_secs_f64()
-                            );
-                            points.push(run);
-                        }
-                        Err(problem) => {
-                            eprintln!(
-                                "{}: FAILED {kind} {}: {problem}",
-                                ctx.experiment.name,
-                                spec.name()
-                            );
-                            *status = Status::Failed(problem);
-                            points.clear();
-                        }
-                    }
-                }
-            }
-            curves.extend(runs.into_iter().map(|(spec, status, points)| Curve {
-                index: spec.name(),
-                keys: kind,
-                steps: Curve::aggregate(&points),
-                status,
-            }));
+            curves.extend(self.curves(ctx, &keys, budget));
         }
-
         let written = GrowShrinkRun {
             experiment: self,
             name: ctx.experiment.name,
@@ -455,6 +399,74 @@ impl GrowShrinkExperiment<'_> {
             budgets: &budgets,
         };
         written.report(ctx)
+    }
+
+    /// Every index's curve on `keys`: its repetitions interleaved with the other indexes', so
+    /// a slow spell of a shared machine lands on all of them alike. An index that fails a
+    /// repetition keeps no points and is marked failed.
+    fn curves(&self, ctx: &ExperimentContext<'_>, keys: &KeySet, budget: Budget) -> Vec<Curve> {
+        let kind = keys.kind;
+        let mut runs: Vec<(IndexSpec, Status, Vec<Vec<Point>>)> = self
+            .indexes
+            .iter()
+            .map(|&spec| {
+                let status = match growshrink::supports(spec, kind, self.driver.threads) {
+                    Ok(()) => Status::Ok,
+                    Err(reason) => Status::Skipped(reason),
+                };
+                (spec, status, Vec::new())
+            })
+            .collect();
+        for rep in 0..ctx.repeat {
+            let cfg = self.driver(ctx.seed, rep, budget);
+            for (spec, status, points) in &mut runs {
+                if *status != Status::Ok {
+                    continue;
+                }
+                match Self::repetition(ctx, *spec, keys, &cfg, rep) {
+                    Ok(run) => points.push(run),
+                    Err(problem) => {
+                        *status = Status::Failed(problem);
+                        points.clear();
+                    }
+                }
+            }
+        }
+        runs.into_iter()
+            .map(|(spec, status, points)| Curve {
+                index: spec.name(),
+                keys: kind,
+                steps: Curve::aggregate(&points),
+                status,
+            })
+            .collect()
+    }
+
+    /// One repetition of `spec` on `keys` (a panic is a failure), said on stderr.
+    fn repetition(
+        ctx: &ExperimentContext<'_>,
+        spec: IndexSpec,
+        keys: &KeySet,
+        cfg: &GrowShrinkConfig,
+        rep: usize,
+    ) -> Result<Vec<Point>, String> {
+        let (name, kind) = (ctx.experiment.name, keys.kind);
+        let started = Instant::now();
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| growshrink::run(spec, keys, cfg)))
+            .unwrap_or_else(|payload| {
+                Err(format!("panicked: {}", panic_message(payload.as_ref())))
+            });
+        match &outcome {
+            Ok(_) => eprintln!(
+                "{name}: {kind} {} repetition {}/{}: {:.1} s",
+                spec.name(),
+                rep + 1,
+                ctx.repeat,
+                started.elapsed().as_secs_f64()
+            ),
+            Err(problem) => eprintln!("{name}: FAILED {kind} {}: {problem}", spec.name()),
+        }
+        outcome
     }
 }
 
