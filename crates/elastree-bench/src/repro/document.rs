@@ -147,10 +147,10 @@ pub fn report_markdown(facts: &RunFacts<'_>, report: &Report) -> String {
     md
 }
 
-/// A target of the issue an experiment speaks to, checked against the measured numbers.
+/// A target an experiment is held to, checked against the measured numbers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
-    /// The target, as the issue states it.
+    /// The target, as it is stated.
     pub target: String,
     /// What this run measured for it.
     pub ours: String,
@@ -175,25 +175,25 @@ impl Target {
     }
 }
 
-/// The Markdown table of `targets` of issue 4 (stated for N = 20M keys): see
+/// The Markdown table of the elastic tree's `targets` (stated for N = 20M keys): see
 /// [`targets_table_of`].
 pub fn targets_table(targets: &[Target]) -> String {
-    targets_table_of(4, "N = 20M keys", targets)
+    targets_table_of("N = 20M keys", targets)
 }
 
-/// The Markdown table of `targets` of issue `issue`, which states them for `stated_for`
-/// (e.g. `N = 10M keys`): target, ours, PASS / FAIL / n/a, with a line on how many passed.
-pub fn targets_table_of(issue: u32, stated_for: &str, targets: &[Target]) -> String {
+/// The Markdown table of `targets`, stated for `stated_for` (e.g. `N = 10M keys`): target,
+/// ours, PASS / FAIL / n/a, with a line on how many passed.
+pub fn targets_table_of(stated_for: &str, targets: &[Target]) -> String {
     let mut md = String::new();
     let w = &mut md;
     let passed = targets.iter().filter(|t| t.pass == Some(true)).count();
     let checked = targets.iter().filter(|t| t.pass.is_some()).count();
     let _ = writeln!(
         w,
-        "Computed from this run's numbers ({passed} of {checked} checked targets met; the \
-         issue states them for {stated_for}, and runs with fewer keys are noisier):\n"
+        "Computed from this run's numbers ({passed} of {checked} checked targets met; they \
+         are stated for {stated_for}, and runs with fewer keys are noisier):\n"
     );
-    let _ = writeln!(w, "| target (issue {issue}) | ours | result |");
+    let _ = writeln!(w, "| target | ours | result |");
     let _ = writeln!(w, "|---|---|---|");
     for t in targets {
         let result = match t.pass {

@@ -388,9 +388,7 @@ impl VariantSuite {
         report
             .sections
             .push(("What the paper reports".to_string(), paper));
-        report
-            .sections
-            .push(("Targets of issue 4".to_string(), table));
+        report.sections.push(("Targets".to_string(), table));
         Ok(report)
     }
 

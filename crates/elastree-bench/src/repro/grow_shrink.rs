@@ -548,9 +548,7 @@ impl GrowShrinkRun<'_> {
         if let Some(targets) = self.experiment.targets {
             let table = targets_table(&targets(self));
             report.summary = format!("{}\n{table}", report.summary);
-            report
-                .sections
-                .push(("Targets of issue 4".to_string(), table));
+            report.sections.push(("Targets".to_string(), table));
         }
         if let Some(paper) = self.experiment.paper {
             report.sections.push((

@@ -35,7 +35,7 @@ pub(super) fn report(ctx: &ExperimentContext<'_>, m: Measured) -> Result<Report,
             scale_out_section(&m.rebalance, &m.shape),
         ),
         ("What the paper reports".to_string(), paper_section(rows)),
-        ("Targets of issue 6".to_string(), targets_md),
+        ("Targets".to_string(), targets_md),
     ];
     files.push(plot.clone());
     Ok(Report {

@@ -93,7 +93,6 @@ pub(super) fn targets_section(rows: &[Row], shape: &Shape, r: &RebalanceReport) 
     let [dist_rt, base_rt] = round_trip_targets(rows, shape);
     let targets = vec![dist_rt, base_rt, throughput_target(rows), balance_target(r)];
     targets_table_of(
-        6,
         "a local cluster of 3 masters with 1 replica each, then 4 masters",
         &targets,
     )
