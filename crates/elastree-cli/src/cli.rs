@@ -271,10 +271,7 @@ impl IndexArgs {
             }
             IndexKind::SeqTree => IndexBuilder::new(SeqTreeOptions::new(table)),
             _ if hybrid_kind => {
-                let mut hybrid = match kind {
-                    IndexKind::HybridCompressed => HybridOptions::compressed(),
-                    _ => HybridOptions::default(),
-                };
+                let mut hybrid = HybridOptions::default().for_kind(kind);
                 if let Some(ratio) = self.merge_ratio {
                     hybrid.trigger = MergeTrigger::Ratio(ratio);
                 }

@@ -210,7 +210,7 @@ fn a_frozen_sub_tree_refuses_writes_until_its_holder_lifts_the_freeze() {
     // (An attempt that timed out before it reached the server, on a busy machine, is
     // Unavailable without the reason: it is tried again, for up to a minute.)
     let refused = |attempt: &str| {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + cluster::WAIT_LIMIT;
         let took = loop {
             let began = Instant::now();
             let result = impatient.insert(&key(2), 2);
@@ -231,7 +231,7 @@ fn a_frozen_sub_tree_refuses_writes_until_its_holder_lifts_the_freeze() {
              it gave up after {took:?}"
         );
         assert!(
-            took < short + Duration::from_secs(20),
+            took < short + cluster::PAST_DEADLINE,
             "{attempt}: the refused insert of key 2 returned the typed error soon after its \
              deadline of {short:?} (not at the end of the 10-minute freeze): it took {took:?}"
         );

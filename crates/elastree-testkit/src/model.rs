@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
-use elastree::hybrid::{Compression, HybridIndex, HybridOptions, MergeTrigger};
+use elastree::hybrid::{HybridIndex, HybridOptions, MergeTrigger};
 use elastree::table::KeySource;
 use elastree::{Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 use rand::rngs::StdRng;
@@ -110,21 +110,9 @@ pub fn builder_levels(
             ..SeqTreeOptions::new(keys())
         }),
         IndexKind::Hybrid | IndexKind::HybridCompressed => {
-            IndexBuilder::new(hybrid_options(kind, frequent_merges()))
+            IndexBuilder::new(frequent_merges().for_kind(kind))
         }
         _ => IndexBuilder::new(kind),
-    }
-}
-
-/// `options` for the hybrid `kind`: compressed for `hybrid-compressed`, not for `hybrid`.
-pub fn hybrid_options(kind: IndexKind, options: HybridOptions) -> HybridOptions {
-    let compression = match kind {
-        IndexKind::HybridCompressed => Compression::Lz4,
-        _ => Compression::None,
-    };
-    HybridOptions {
-        compression,
-        ..options
     }
 }
 
@@ -164,7 +152,7 @@ impl Built {
             .cloned()
             .or_else(|| {
                 matches!(kind, IndexKind::Hybrid | IndexKind::HybridCompressed)
-                    .then(|| hybrid_options(kind, HybridOptions::default()))
+                    .then(|| HybridOptions::default().for_kind(kind))
             });
         let built = match hybrid {
             Some(hybrid) => HybridIndex::new(builder.options(), &hybrid).map(Built::Hybrid),

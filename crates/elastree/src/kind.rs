@@ -151,8 +151,9 @@ impl KindOptions for IndexKind {
                  SeqTreeOptions::new(key_source)"
                     .into(),
             )),
-            IndexKind::Hybrid => HybridOptions::default().build(options),
-            IndexKind::HybridCompressed => HybridOptions::compressed().build(options),
+            IndexKind::Hybrid | IndexKind::HybridCompressed => {
+                HybridOptions::default().for_kind(*self).build(options)
+            }
             IndexKind::Static => Ok(Box::new(StaticIndex::new(options)?)),
         }
     }

@@ -11,8 +11,8 @@ use elastree::hybrid::{
 };
 use elastree::{Direction, Error, Index, IndexBuilder, IndexKind, IndexOptions, KeyLen};
 use elastree_testkit::model::{
-    all_pairs, assert_same_pairs, frequent_merges, hybrid_options, run_model_merging, scaled, tiny,
-    Built, Keys, Registry,
+    all_pairs, assert_same_pairs, frequent_merges, run_model_merging, scaled, tiny, Built, Keys,
+    Registry,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -36,8 +36,8 @@ fn model_with(kind: IndexKind, options: HybridOptions, seed: u64) {
     for unique in [true, false] {
         for (i, &keys) in KEY_SETS.iter().enumerate() {
             let registry = Registry::new();
-            let builder = tiny(kind, &registry, unique, keys, 40)
-                .with_kind(hybrid_options(kind, options.clone()));
+            let builder =
+                tiny(kind, &registry, unique, keys, 40).with_kind(options.clone().for_kind(kind));
             let built = Built::new(&builder);
             let seed = seed + i as u64;
             let forced =

@@ -25,6 +25,17 @@ pub const NODE_IO_TIMEOUT: Duration = Duration::from_secs(30);
 /// far above what the condition takes on a loaded machine.
 pub const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
+/// How long past its own operation deadline a client may take to return its typed error
+/// before a test calls it a hang: far above what a loaded machine adds, far below the
+/// 10-minute freeze or the stopped cluster a hung client would wait out. Only this upper
+/// bound and the lower one (the client retried until its deadline) are asserted; neither
+/// depends on the schedule.
+pub const PAST_DEADLINE: Duration = WAIT_LIMIT;
+
+/// Between two attempts of [`retried`] or two polls of [`wait_until`]: the attempt count
+/// does not matter, only the deadline does.
+const POLL_INTERVAL: Duration = Duration::from_millis(5);
+
 /// A name no other index on the cluster has.
 pub fn unique_name(prefix: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
@@ -150,7 +161,7 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool, state: impl Fn() -
             "waited {WAIT_LIMIT:?} for {what}; {}",
             state()
         );
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(POLL_INTERVAL);
     }
 }
 
@@ -182,7 +193,7 @@ pub fn wait_for_progress(
             Instant::now() < deadline,
             "waited for {what}: the count stayed at {now} (of {target}) for {WAIT_LIMIT:?}"
         );
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(POLL_INTERVAL);
     }
 }
 
@@ -246,7 +257,7 @@ pub fn retried<T, E: std::fmt::Display>(what: &str, mut op: impl FnMut() -> Resu
             Err(e) if Instant::now() >= deadline => {
                 panic!("{what} kept failing for {WAIT_LIMIT:?}; the last error: {e}")
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => std::thread::sleep(POLL_INTERVAL),
         }
     }
 }

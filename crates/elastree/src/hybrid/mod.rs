@@ -116,9 +116,19 @@ impl Default for HybridOptions {
 impl HybridOptions {
     /// The defaults with LZ4-compressed static leaf blocks (the `hybrid-compressed` kind).
     pub fn compressed() -> Self {
+        Self::default().for_kind(crate::IndexKind::HybridCompressed)
+    }
+
+    /// These options for the hybrid `kind`: LZ4-compressed static leaf blocks for
+    /// `hybrid-compressed`, uncompressed ones for every other kind.
+    pub fn for_kind(self, kind: crate::IndexKind) -> Self {
+        let compression = match kind {
+            crate::IndexKind::HybridCompressed => Compression::Lz4,
+            _ => Compression::None,
+        };
         Self {
-            compression: Compression::Lz4,
-            ..Self::default()
+            compression,
+            ..self
         }
     }
 

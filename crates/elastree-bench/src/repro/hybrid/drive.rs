@@ -29,11 +29,9 @@ pub(super) fn build(
     options: &HybridOptions,
 ) -> Result<Box<dyn Index>, String> {
     let builder = match kind {
-        IndexKind::HybridCompressed => IndexBuilder::new(HybridOptions {
-            compression: Compression::Lz4,
-            ..options.clone()
-        }),
-        IndexKind::Hybrid => IndexBuilder::new(options.clone()),
+        IndexKind::Hybrid | IndexKind::HybridCompressed => {
+            IndexBuilder::new(options.clone().for_kind(kind))
+        }
         _ => IndexBuilder::new(kind),
     };
     let builder = builder.key_len(key_len_of(keys)).unique(unique);
