@@ -232,7 +232,7 @@ pub fn run(args: &BenchArgs, program: &str) -> ExitCode {
 
 /// [`run`] once the configuration is known and its cluster (if any) is up.
 fn run_config(cfg: &RunConfig, args: &BenchArgs, program: &str) -> ExitCode {
-    crate::run::warn_if_debug("cargo run --release -p elastree-cli -- bench");
+    crate::runner::warn_if_debug("cargo run --release -p elastree-cli -- bench");
     if !alloc::installed() {
         eprintln!(
             "warning: the counting allocator is not this program's global allocator; \
@@ -250,7 +250,7 @@ fn run_config(cfg: &RunConfig, args: &BenchArgs, program: &str) -> ExitCode {
         names.join(",")
     );
 
-    let rows = crate::run::measure(cfg);
+    let rows = crate::runner::measure(cfg);
     println!();
     print!("{}", report::render_table(&rows));
     let peak = rows.iter().filter_map(|m| m.peak_rss_bytes).max();

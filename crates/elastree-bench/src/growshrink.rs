@@ -9,18 +9,19 @@
 //! The chunk's own inserts or deletes are timed too. Everything a timed region reads (keys in
 //! operation order) is generated before the region starts.
 
-use std::ops::Range;
-
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use elastree::Direction;
+
 use crate::alloc;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec};
-use crate::workload::{
-    run_parallel, settle_deferred_frees, settle_deferred_frees_watching, Workload,
-};
+use crate::runner::ops;
+use crate::runner::settle::{settle_deferred_frees, settle_deferred_frees_watching};
+use crate::runner::timing::Latencies;
+use crate::workload::Workload;
 
 /// What the driver does.
 #[derive(Debug, Clone)]
@@ -107,19 +108,17 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
     // Grow: keys 0..end are present after a chunk that ends at `end`.
     for c in 0..chunks {
         let range = chunk(c);
-        let inserted = keys.gather(&positions[range.clone()]);
-        // `at` is a position within the chunk, as is `j` in `inserted`.
-        let (elapsed, _) = run_parallel(&positions[range.clone()], cfg.threads, |at, part| {
-            for (j, &tid) in (at..).zip(part) {
-                index.insert(inserted.key(j), u64::from(tid));
-            }
-            0
-        });
-        drop(inserted);
+        let (secs, _) = ops::insert(
+            index.as_ref(),
+            keys,
+            &positions[range.clone()],
+            cfg.threads,
+            &Latencies::none(),
+        );
         let present = &positions[..range.end];
         let mut point = measure(index.as_ref(), keys, present, lookups, scans, cfg, &mut rng)?;
         point.phase = Phase::Grow;
-        point.update_mops = range.len() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+        point.update_mops = mops(range.len() as u64, secs);
         record_memory(&mut point, index.as_ref(), baseline);
         points.push(point);
     }
@@ -130,26 +129,19 @@ pub fn run(spec: IndexSpec, keys: &KeySet, cfg: &GrowShrinkConfig) -> Result<Vec
     for c in 0..chunks {
         let range = chunk(c);
         let removed = keys.gather(&order[range.clone()]);
-        let (elapsed, hits) = run_parallel(&order[range.clone()], cfg.threads, |at, part| {
-            let mut hits = 0;
-            for j in at..at + part.len() {
-                hits += u64::from(index.remove(removed.key(j)));
-            }
-            hits
-        });
+        let (secs, _, _) = ops::remove(
+            index.as_ref(),
+            &removed,
+            &order[range.clone()],
+            cfg.threads,
+            false,
+        )
+        .map_err(|e| format!("{}: {e}", spec.name()))?;
         drop(removed);
-        if hits != range.len() as u64 {
-            return Err(format!(
-                "{}: {} of {} deletes of present keys missed",
-                spec.name(),
-                range.len() as u64 - hits,
-                range.len()
-            ));
-        }
         let present = &order[range.end..];
         let mut point = measure(index.as_ref(), keys, present, lookups, scans, cfg, &mut rng)?;
         point.phase = Phase::Shrink;
-        point.update_mops = range.len() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+        point.update_mops = mops(range.len() as u64, secs);
         record_memory(&mut point, index.as_ref(), baseline);
         points.push(point);
     }
@@ -202,32 +194,23 @@ fn measure(
     };
     let lookup_tids = pick(rng, lookups);
     let lookup_keys = keys.gather(&lookup_tids);
-    let (elapsed, hits) = run_parallel(&lookup_tids, cfg.threads, |first, part| {
-        let mut hits = 0;
-        for (j, &tid) in (first..).zip(part) {
-            hits += u64::from(index.get(lookup_keys.key(j)) == Some(u64::from(tid)));
-        }
-        hits
-    });
-    if hits != lookups as u64 {
-        return Err(format!(
-            "{}: {} of {lookups} lookups of present keys missed",
-            index.name(),
-            lookups as u64 - hits
-        ));
-    }
-    point.lookup_mops = lookups as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+    let (secs, _, _) = ops::lookup(index, &lookup_keys, &lookup_tids, cfg.threads, false)
+        .map_err(|e| format!("{}: {e}", index.name()))?;
+    point.lookup_mops = mops(lookups as u64, secs);
 
     let scan_starts = pick(rng, scans);
     let scan_keys = keys.gather(&scan_starts);
-    let scan_len = cfg.scan_len;
-    let (elapsed, visited) = run_parallel(&scan_starts, cfg.threads, |first, part| {
-        let span: Range<usize> = first..first + part.len();
-        span.map(|j| index.scan(scan_keys.key(j), scan_len, &mut |_, _| {}) as u64)
-            .sum()
-    });
-    point.scan_mkeys = visited as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
+    let unsampled = (Direction::Ascending, false);
+    let starts = (&scan_starts[..], &scan_keys);
+    let ((secs, _, _), visited, _) =
+        ops::scans(index, starts, cfg.scan_len, cfg.threads, unsampled);
+    point.scan_mkeys = mops(visited, secs);
     Ok(point)
+}
+
+/// Millions of `count` per second over `secs` (at least a nanosecond).
+fn mops(count: u64, secs: f64) -> f64 {
+    count as f64 / secs.max(1e-9) / 1e6
 }
 
 fn record_memory(point: &mut Point, index: &dyn BenchIndex, baseline: usize) {

@@ -34,7 +34,7 @@ pub mod output;
 pub mod peers;
 pub mod report;
 pub mod repro;
-pub mod run;
+pub mod runner;
 pub mod workload;
 pub mod ycsb;
 

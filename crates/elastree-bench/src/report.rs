@@ -44,31 +44,11 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::output::{self, fmt_opt};
-use crate::workload::{median, Measurement, Status};
+use crate::runner::{median, Summary};
+use crate::workload::{Measurement, Status};
 
 /// The name of the index every other row is compared with.
 pub const BASELINE: &str = "btreemap";
-
-/// Median, minimum and maximum of a row's repetitions.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Summary {
-    /// The median.
-    pub median: f64,
-    /// The smallest value.
-    pub min: f64,
-    /// The largest value.
-    pub max: f64,
-}
-
-impl Summary {
-    /// Summarises `values`; `None` when there are none.
-    pub fn of(values: &[f64]) -> Option<Summary> {
-        let median = median(values)?;
-        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Some(Summary { median, min, max })
-    }
-}
 
 /// One JSON line.
 #[derive(Debug, Clone, Serialize)]

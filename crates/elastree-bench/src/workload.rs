@@ -32,13 +32,8 @@
 //! `load` leaves the loaded index that `lookup`, `lookup-zipf`, `scan` and `scan-desc` read
 //! (loading one untimed if `load` was not asked for) and `delete` empties.
 
-use std::any::Any;
 use std::fmt;
-use std::panic::{self, AssertUnwindSafe};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
@@ -46,7 +41,6 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use elastree::Direction;
-
 use elastree_dist::DistStats;
 
 use crate::alloc;
@@ -54,7 +48,11 @@ use crate::cluster;
 use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
-use crate::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
+use crate::runner::ops::{delete, fill, lookup, scan, ycsb, Timed};
+use crate::runner::settle::settle_deferred_frees;
+use crate::runner::timing::Latencies;
+use crate::runner::{attempt, median};
+use crate::ycsb::{Ycsb, YcsbStream};
 
 /// The skew of the `lookup-zipf` workload: YCSB's default request distribution.
 pub const ZIPF_THETA: f64 = 0.99;
@@ -546,11 +544,10 @@ impl<'a> GroupRun<'a> {
             progress.set_message(format!("{name} {kind} {workload} x{threads}"));
             let group = &mut self.group;
             // A panicking index (an adapter or the index itself) fails this row, not the run.
-            let outcome = panic::catch_unwind(AssertUnwindSafe(|| group.measure(workload)))
-                .unwrap_or_else(|payload| {
-                    let _ = panic::catch_unwind(AssertUnwindSafe(|| group.loaded = None));
-                    Err(format!("panicked: {}", panic_message(payload.as_ref())))
-                });
+            let outcome = attempt(|| group.measure(workload)).unwrap_or_else(|panic| {
+                let _ = attempt(|| group.loaded = None);
+                Err(format!("panicked: {panic}"))
+            });
             match outcome {
                 Ok(secs) => {
                     m.mops.push(m.ops as f64 / secs / 1e6);
@@ -619,17 +616,6 @@ impl<'a> GroupRun<'a> {
     }
 }
 
-/// The message of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(no message)".to_string()
-    }
-}
-
 /// The operation streams of one key set at one thread count.
 #[derive(Clone, Copy)]
 struct Streams<'a> {
@@ -657,36 +643,6 @@ impl Streams<'_> {
 /// The stream of YCSB workload `y` among `streams`.
 fn ycsb_stream(streams: &[YcsbStream], y: Ycsb) -> Option<&YcsbStream> {
     streams.iter().find(|s| s.plan.workload == y)
-}
-
-/// The median of `values` (the mean of the middle two for an even count).
-pub fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    Some(if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    })
-}
-
-/// What one timed run yields: its seconds, its sampled latencies in nanoseconds and, for a
-/// distributed index, its client's counters over the timed phase.
-pub type Timed = (f64, Vec<u64>, Option<DistStats>);
-
-/// Runs `run` and returns what it returned with `index`'s distributed counters over it
-/// (`None` for an index that is not distributed).
-fn counted<R>(index: &dyn BenchIndex, run: impl FnOnce() -> R) -> (R, Option<DistStats>) {
-    let before = index.stats_as::<DistStats>();
-    let result = run();
-    let delta = before
-        .zip(index.stats_as::<DistStats>())
-        .map(|(before, after)| cluster::stats_delta(after, before));
-    (result, delta)
 }
 
 /// The state of one index × key set × thread count while its workloads run.
@@ -732,7 +688,7 @@ impl Group<'_> {
                 } else {
                     (&ops.zipf_lookup_keys, &ops.zipf_lookups)
                 };
-                lookup(self.ensure_loaded()?, keys, positions, threads)?
+                lookup(self.ensure_loaded()?, keys, positions, threads, true)?
             }
             Workload::Scan | Workload::ScanDesc => {
                 let (starts, direction) = if workload == Workload::Scan {
@@ -829,513 +785,9 @@ impl Group<'_> {
     }
 }
 
-/// A loaded index, the seconds its load took and (distributed kinds) the client's counters
-/// over the load.
-type Filled = (Box<dyn BenchIndex>, f64, Option<DistStats>);
-
-/// Loads `index` with the keys at `positions` (key `i` mapping to tid `i`): by bulk load if the
-/// index loads in bulk, else by inserts on `threads` threads, sampling their latencies into
-/// `latencies` if given. Returns the index, the timed seconds and, for a distributed index,
-/// its client's counters over the inserts.
-fn fill(
-    mut index: Box<dyn BenchIndex>,
-    keys: &KeySet,
-    positions: &[u32],
-    threads: usize,
-    latencies: Option<&Latencies>,
-) -> Result<Filled, String> {
-    if index.loads_in_bulk() {
-        // A bulk load maps key `i` of the set it is given to tid `i`: the whole key set, or a
-        // prefix of it (`positions` are `0..count`), keeps tids equal to positions.
-        let prefix;
-        let set = if positions.len() == keys.len() {
-            keys
-        } else {
-            debug_assert!(positions.iter().zip(0u32..).all(|(&p, i)| p == i));
-            prefix = keys.gather(positions);
-            &prefix
-        };
-        let start = Instant::now();
-        index.bulk_load(set)?;
-        return Ok((index, start.elapsed().as_secs_f64(), None));
-    }
-    let shared: &dyn BenchIndex = index.as_ref();
-    let unsampled = Latencies::none();
-    let ((elapsed, _), dist) = counted(shared, || {
-        run_sampled(
-            positions,
-            threads,
-            latencies.unwrap_or(&unsampled),
-            |first, chunk, samples| {
-                for (j, &i) in (first..).zip(chunk) {
-                    sampled(samples, j, || {
-                        shared.insert(keys.key(i as usize), u64::from(i))
-                    });
-                }
-                0
-            },
-        )
-    });
-    Ok((index, elapsed.as_secs_f64(), dist))
-}
-
-/// How long [`settle_deferred_frees`] waits for the epoch collector at most. Reached only
-/// when a thread stays pinned for that long (a hang elsewhere in the process); the reading
-/// then counts memory not yet freed, and a warning says so.
-pub const SETTLE_LIMIT: Duration = Duration::from_secs(30);
-
-/// Consecutive quiet rounds (nothing freed) that end a settle.
-const QUIET_ROUNDS: usize = 4;
-
-/// Rounds a settle spends at most waiting for [`QUIET_ROUNDS`] quiet ones once the garbage
-/// retired before it is collected (in a test process whose other threads allocate all the
-/// time, no round is quiet; the benchmark's own process has no such threads).
-const SETTLE_ROUNDS: usize = 16;
-
-/// Pins and flushes of one round.
-const FLUSHES_PER_ROUND: usize = 64;
-
-/// Lets the frees that epoch-based indexes deferred happen now, before a memory reading.
-///
-/// elastree, bplustree, ferntree, congee and crossbeam-skiplist all retire memory through
-/// crossbeam-epoch's default collector, which frees a retired object only once the global epoch
-/// has advanced past it; garbage of threads that have exited waits in a global queue that each
-/// collection drains a few bags at a time. (`scc::TreeIndex` uses a collector private to the
-/// index, released when the index is dropped; so does masstree, a `seize` collector that its
-/// adapter's `quiesce` flushes.)
-///
-/// This waits for a condition, not for a number of attempts: it queues a marker behind
-/// everything retired so far (by this thread and by threads that have exited), then pins
-/// and flushes from this (otherwise idle) thread, which advances the epoch and drains the
-/// queue, until the marker has been freed: the queue is collected in order, so everything
-/// queued before it has been collected too. Then it goes on until [`QUIET_ROUNDS`]
-/// consecutive rounds free nothing more (a bag another thread took from the queue may still
-/// be being freed), for at most [`SETTLE_ROUNDS`] rounds. A thread of the process that is
-/// pinned holds the epoch back: rounds are 1 ms apart so that such a thread, descheduled on
-/// a busy machine, gets to run and unpin. Gives up after [`SETTLE_LIMIT`].
-///
-/// The collector's own queue keeps one bag in flight while anything flushes (taking a bag off
-/// the queue defers freeing the queue's old head, and that goes out in the next bag), so the
-/// allocator's count swings by one bag from flush to flush. Each round ends right after a
-/// flush that freed memory, where the swing is at its low point, so that two settles of a
-/// process that does nothing else in between read the same count.
-pub fn settle_deferred_frees() {
-    settle_deferred_frees_watching(&|| 0);
-}
-
-/// [`settle_deferred_frees`], counting a round as quiet only if `held` (the bytes an index
-/// reports holding, say) did not change either: the counting allocator is not installed in
-/// every process (unit tests), and in a test process other threads allocate all the time.
-pub fn settle_deferred_frees_watching(held: &dyn Fn() -> usize) {
-    let marker = Arc::new(AtomicBool::new(false));
-    {
-        let guard = crossbeam_epoch::pin();
-        // This thread's garbage goes to the global queue first, then the marker in a bag of
-        // its own behind it: the queue is collected in order.
-        guard.flush();
-        let freed = Arc::clone(&marker);
-        guard.defer(move || freed.store(true, Ordering::Release));
-        guard.flush();
-    }
-    let deadline = Instant::now() + SETTLE_LIMIT;
-    // The reading a round ends with: `held` first (it may pin), then the collector's swing
-    // brought to its low point, then the allocator's count.
-    let reading = || {
-        let held = held();
-        flush_to_a_low_point();
-        (alloc::current(), held)
-    };
-    // Once the marker is freed: the last reading, the quiet rounds since and all rounds since.
-    let mut after_marker: Option<((usize, usize), usize, usize)> = None;
-    loop {
-        for _ in 0..FLUSHES_PER_ROUND {
-            crossbeam_epoch::pin().flush();
-        }
-        match &mut after_marker {
-            None if marker.load(Ordering::Acquire) => {
-                after_marker = Some((reading(), 0, 0));
-            }
-            None => {}
-            Some((last, quiet, rounds)) => {
-                let now = reading();
-                if now == *last {
-                    *quiet += 1;
-                } else {
-                    (*last, *quiet) = (now, 0);
-                }
-                *rounds += 1;
-                if *quiet >= QUIET_ROUNDS || *rounds >= SETTLE_ROUNDS {
-                    return;
-                }
-            }
-        }
-        if Instant::now() >= deadline {
-            eprintln!(
-                "warning: memory deferred by the epoch collector was not freed within \
-                 {SETTLE_LIMIT:?} (a thread of this process stays pinned); the memory reading \
-                 counts it"
-            );
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Flushes one at a time until a flush lowers the allocator's count (the collector freed a
-/// bag and holds none in flight), at most 8 times (the swing's period is two flushes; without
-/// the counting allocator, or with other threads allocating, nothing tells the low point).
-fn flush_to_a_low_point() {
-    for _ in 0..8 {
-        let before = alloc::current();
-        crossbeam_epoch::pin().flush();
-        if alloc::current() < before {
-            return;
-        }
-    }
-}
-
-/// Runs `work` on `threads` threads, each on one contiguous chunk of `ops` (given with the
-/// position of its first op in `ops`), and times the parallel region only: the threads line up on a barrier, each reads the clock when it leaves
-/// the barrier and when it finishes, and the region runs from the earliest start to the latest
-/// finish (the monotonic clock is shared by all threads). Returns the elapsed time and the sum
-/// of what the threads returned.
-pub fn run_parallel<F>(ops: &[u32], threads: usize, work: F) -> (Duration, u64)
-where
-    F: Fn(usize, &[u32]) -> u64 + Sync,
-{
-    let threads = threads.max(1);
-    let barrier = Barrier::new(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let first = t * ops.len() / threads;
-                let chunk = &ops[first..(t + 1) * ops.len() / threads];
-                let barrier = &barrier;
-                let work = &work;
-                scope.spawn(move || {
-                    barrier.wait();
-                    let start = Instant::now();
-                    let result = work(first, chunk);
-                    (start, Instant::now(), result)
-                })
-            })
-            .collect();
-        let mut first_start: Option<Instant> = None;
-        let mut last_end: Option<Instant> = None;
-        let mut total = 0u64;
-        for handle in handles {
-            let (start, end, result) = handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            first_start = Some(first_start.map_or(start, |s| s.min(start)));
-            last_end = Some(last_end.map_or(end, |e| e.max(end)));
-            total += result;
-        }
-        let elapsed = match (first_start, last_end) {
-            (Some(start), Some(end)) => end.duration_since(start),
-            _ => Duration::ZERO,
-        };
-        (elapsed, total)
-    })
-}
-
-/// One operation in this many is timed on its own for the latency percentiles: often enough
-/// for a stable p99, rarely enough that reading the clock (about 20 ns twice) barely touches
-/// the throughput figure.
-pub const LATENCY_SAMPLE_EVERY: usize = 16;
-
-/// Per-thread buffers for the latency samples of one timed run, allocated before it so that
-/// sampling allocates nothing inside the timed region (nor anything a memory reading around
-/// it would count).
-pub struct Latencies {
-    buffers: Mutex<Vec<Vec<u64>>>,
-    /// Whether to take samples at all.
-    sampling: bool,
-}
-
-impl Latencies {
-    /// Buffers for a run of `ops` operations on `threads` threads.
-    pub fn new(ops: usize, threads: usize) -> Self {
-        let threads = threads.max(1);
-        let per_thread = ops.div_ceil(threads) / LATENCY_SAMPLE_EVERY + 2;
-        Self {
-            buffers: Mutex::new(
-                (0..threads)
-                    .map(|_| Vec::with_capacity(per_thread))
-                    .collect(),
-            ),
-            sampling: true,
-        }
-    }
-
-    /// No buffers: a run that takes no samples.
-    pub fn none() -> Self {
-        Self {
-            buffers: Mutex::new(Vec::new()),
-            sampling: false,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u64>>> {
-        self.buffers.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Every sample taken, in nanoseconds.
-    pub fn into_samples(self) -> Vec<u64> {
-        let buffers = self.buffers.into_inner().unwrap_or_else(|e| e.into_inner());
-        buffers.concat()
-    }
-}
-
-/// Where one thread puts its samples: a buffer of [`Latencies`], or nowhere.
-pub struct Samples {
-    buffer: Vec<u64>,
-    sampling: bool,
-}
-
-/// Runs `op`, timing it into `samples` if `j` (its position in the whole operation stream)
-/// is a multiple of [`LATENCY_SAMPLE_EVERY`].
-#[inline(always)]
-pub fn sampled<R>(samples: &mut Samples, j: usize, op: impl FnOnce() -> R) -> R {
-    if samples.sampling && j.is_multiple_of(LATENCY_SAMPLE_EVERY) {
-        let start = Instant::now();
-        let result = op();
-        samples.buffer.push(start.elapsed().as_nanos() as u64);
-        result
-    } else {
-        op()
-    }
-}
-
-/// [`run_parallel`] with a [`Samples`] buffer from `latencies` for each thread, returned to it
-/// when the thread's chunk is done.
-pub fn run_sampled<F>(
-    ops: &[u32],
-    threads: usize,
-    latencies: &Latencies,
-    work: F,
-) -> (Duration, u64)
-where
-    F: Fn(usize, &[u32], &mut Samples) -> u64 + Sync,
-{
-    run_parallel(ops, threads, |first, chunk| {
-        let mut samples = Samples {
-            buffer: if latencies.sampling {
-                latencies.lock().pop().unwrap_or_default()
-            } else {
-                Vec::new()
-            },
-            sampling: latencies.sampling,
-        };
-        let result = work(first, chunk, &mut samples);
-        if latencies.sampling {
-            latencies.lock().push(samples.buffer);
-        }
-        result
-    })
-}
-
-/// Runs lookups of `keys` (in lookup order; `lookups` are their positions, which are their
-/// tids); returns the seconds taken and the sampled latencies in nanoseconds.
-fn lookup(
-    index: &dyn BenchIndex,
-    keys: &KeySet,
-    lookups: &[u32],
-    threads: usize,
-) -> Result<Timed, String> {
-    let latencies = Latencies::new(lookups.len(), threads);
-    let ((elapsed, hits), dist) = counted(index, || {
-        run_sampled(lookups, threads, &latencies, |first, chunk, samples| {
-            let mut hits = 0u64;
-            for (j, &i) in (first..).zip(chunk) {
-                let found = sampled(samples, j, || index.get(keys.key(j)));
-                hits += u64::from(found == Some(u64::from(i)));
-            }
-            hits
-        })
-    });
-    if hits != lookups.len() as u64 {
-        return Err(format!(
-            "{} of {} lookups of existing keys missed or returned a wrong tid",
-            lookups.len() as u64 - hits,
-            lookups.len()
-        ));
-    }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
-}
-
-/// Runs scans of `scan_len` keys in `direction` from each of `starts` (positions, with their
-/// keys in scan order); every start has at least `scan_len` keys on the scan's side, so every
-/// scan must visit `scan_len` keys. Returns the seconds taken and the sampled latencies of
-/// whole scans.
-fn scan(
-    index: &dyn BenchIndex,
-    (starts, start_keys): (&[u32], &KeySet),
-    scan_len: usize,
-    threads: usize,
-    direction: Direction,
-) -> Result<Timed, String> {
-    let descending = direction == Direction::Descending;
-    let latencies = Latencies::new(starts.len(), threads);
-    let ((elapsed, visited), dist) = counted(index, || {
-        run_sampled(starts, threads, &latencies, |first, chunk, samples| {
-            let mut visited = 0u64;
-            let mut checksum = 0u64;
-            for j in first..first + chunk.len() {
-                let mut visit = |_: crate::keys::Key<'_>, tid: u64| {
-                    checksum = checksum.wrapping_add(tid);
-                };
-                let key = start_keys.key(j);
-                let got = sampled(samples, j, || {
-                    if descending {
-                        index.scan_desc(key, scan_len, &mut visit)
-                    } else {
-                        index.scan(key, scan_len, &mut visit)
-                    }
-                });
-                if got == scan_len {
-                    visited += got as u64;
-                }
-            }
-            std::hint::black_box(checksum);
-            visited
-        })
-    });
-    let expected = (starts.len() * scan_len) as u64;
-    if visited != expected {
-        return Err(format!("scans visited {visited} keys, expected {expected}"));
-    }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
-}
-
-fn delete(
-    index: &dyn BenchIndex,
-    keys: &KeySet,
-    ops: &OpStreams,
-    threads: usize,
-) -> Result<Timed, String> {
-    let latencies = Latencies::new(ops.deletes.len(), threads);
-    let ((elapsed, removed), dist) = counted(index, || {
-        run_sampled(
-            &ops.deletes,
-            threads,
-            &latencies,
-            |first, chunk, samples| {
-                let mut removed = 0u64;
-                for j in first..first + chunk.len() {
-                    if sampled(samples, j, || index.remove(ops.delete_keys.key(j))) {
-                        removed += 1;
-                    }
-                }
-                removed
-            },
-        )
-    });
-    if removed != ops.deletes.len() as u64 {
-        return Err(format!("{removed} of {} removes hit", ops.deletes.len()));
-    }
-    // Nothing may remain: a scan from the smallest key finds nothing.
-    let smallest = keys.key(ops.sorted[0] as usize);
-    let left = index.scan(smallest, 1, &mut |_, _| {});
-    if left != 0 {
-        return Err("the index is not empty after deleting every key".to_string());
-    }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
-}
-
-/// Runs a YCSB stream on `index`, loaded with the stream's first `loaded` keys, and checks the
-/// results: every read and read-modify-write finds its key with its position in the tid's low
-/// 32 bits, every scan visits at least its start key and at most its length, and afterwards
-/// every key the inserts added is there. Returns the seconds taken, the sampled latencies and
-/// (for a distributed index) the client's counters over the timed operations.
-pub fn ycsb(
-    index: &dyn BenchIndex,
-    keys: &KeySet,
-    stream: &YcsbStream,
-    threads: usize,
-) -> Result<Timed, String> {
-    let plan = &stream.plan;
-    let latencies = Latencies::new(plan.len(), threads);
-    let ((elapsed, good), dist) = counted(index, || {
-        run_sampled(
-            &plan.positions,
-            threads,
-            &latencies,
-            |first, chunk, samples| {
-                let mut good = 0u64;
-                let mut checksum = 0u64;
-                for (j, &position) in (first..).zip(chunk) {
-                    let key = stream.keys.key(j);
-                    let tid = u64::from(position);
-                    let ok = sampled(samples, j, || match plan.ops[j] {
-                        YcsbOp::Read => index.get(key).is_some_and(|v| v & TID_MASK == tid),
-                        YcsbOp::Update => {
-                            // A new value each time; the low 32 bits stay the position.
-                            index.insert(key, tid | ((j as u64 + 1) << 32));
-                            true
-                        }
-                        YcsbOp::Insert => {
-                            index.insert(key, tid);
-                            true
-                        }
-                        YcsbOp::Scan(len) => {
-                            let got = index.scan(key, usize::from(len), &mut |_, v| {
-                                checksum = checksum.wrapping_add(v);
-                            });
-                            (1..=usize::from(len)).contains(&got)
-                        }
-                        YcsbOp::ReadModifyWrite => match index.get(key) {
-                            Some(v) if v & TID_MASK == tid => {
-                                index.insert(key, v.wrapping_add(VERSION_STEP));
-                                true
-                            }
-                            _ => false,
-                        },
-                    });
-                    good += u64::from(ok);
-                }
-                std::hint::black_box(checksum);
-                good
-            },
-        )
-    });
-    if good != plan.len() as u64 {
-        return Err(format!(
-            "{} of {} {} operations missed an existing key or returned a wrong tid",
-            plan.len() as u64 - good,
-            plan.len(),
-            plan.workload
-        ));
-    }
-    let missing = plan
-        .inserted
-        .clone()
-        .filter(|&p| {
-            index
-                .get(keys.key(p))
-                .is_none_or(|v| v & TID_MASK != p as u64)
-        })
-        .count();
-    if missing != 0 {
-        return Err(format!(
-            "{missing} of {} inserted keys are missing after {}",
-            plan.inserted.len(),
-            plan.workload
-        ));
-    }
-    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-    }
 
     #[test]
     fn workload_groups() {
@@ -1346,18 +798,6 @@ mod tests {
         assert!(Workload::ALL.windows(2).all(|w| w[0] < w[1]));
         for &w in Workload::ALL {
             assert_eq!(w.name().parse::<Workload>(), Ok(w));
-        }
-    }
-
-    #[test]
-    fn run_parallel_covers_every_op_once() {
-        let ops: Vec<u32> = (0..1001).collect();
-        for threads in 1..=4 {
-            let (_, sum) = run_parallel(&ops, threads, |first, chunk| {
-                assert_eq!(u64::from(chunk[0]), first as u64);
-                chunk.iter().map(|&x| u64::from(x)).sum()
-            });
-            assert_eq!(sum, 1000 * 1001 / 2);
         }
     }
 

@@ -29,7 +29,7 @@
 //! every key inserted so far, counted from the newest, and reads the `r`-th most recently
 //! inserted key; the Zipfian grows with each insert.
 //!
-//! **Threads.** A stream is generated for a thread count: [`crate::workload::run_parallel`]
+//! **Threads.** A stream is generated for a thread count: [`crate::runner::timing::run_parallel`]
 //! gives thread `t` the contiguous chunk `t * len / threads .. (t + 1) * len / threads`, and the
 //! chunk for thread `t` is generated as a sub-stream of its own. Each sub-stream has the
 //! workload's mix (its operation kinds are an exact-count mix, shuffled), takes the next
@@ -185,7 +185,7 @@ impl fmt::Display for Ycsb {
     }
 }
 
-/// The part `t` of `threads` parts of `total`, as [`crate::workload::run_parallel`] splits its
+/// The part `t` of `threads` parts of `total`, as [`crate::runner::timing::run_parallel`] splits its
 /// operations.
 fn share(total: usize, t: usize, threads: usize) -> Range<usize> {
     t * total / threads..(t + 1) * total / threads

@@ -9,7 +9,7 @@ use elastree::IndexKind;
 use elastree_bench::alloc::{self, CountingAlloc};
 use elastree_bench::keys::KeySetKind;
 use elastree_bench::peers::{Budget, IndexSpec, Peer};
-use elastree_bench::workload::settle_deferred_frees;
+use elastree_bench::runner::settle::settle_deferred_frees;
 use elastree_testkit::time_limit;
 
 #[global_allocator]

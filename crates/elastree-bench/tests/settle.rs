@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
-use elastree_bench::workload::settle_deferred_frees;
+use elastree_bench::runner::settle::settle_deferred_frees;
 use elastree_testkit::time_limit;
 
 /// Defers a closure that counts itself into `freed` on the current thread.

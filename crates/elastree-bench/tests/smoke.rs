@@ -10,6 +10,7 @@ use elastree_bench::alloc::CountingAlloc;
 use elastree_bench::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use elastree_bench::peers::{BenchIndex, Budget, IndexSpec, Peer, SeqTreeTuning};
 use elastree_bench::report;
+use elastree_bench::runner::timing::run_parallel;
 use elastree_bench::workload::{self, OpStreams, RunConfig, Status, Workload};
 use elastree_bench::ycsb::{Ycsb, YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
 use elastree_testkit::model::assert_same_pairs;
@@ -28,7 +29,7 @@ fn loaded(spec: IndexSpec, keys: &KeySet, threads: usize) -> Box<dyn BenchIndex>
     } else {
         let shared: &dyn BenchIndex = index.as_ref();
         let order: Vec<u32> = (0..keys.len() as u32).collect();
-        workload::run_parallel(&order, threads, |_, chunk| {
+        run_parallel(&order, threads, |_, chunk| {
             for &i in chunk {
                 shared.insert(keys.key(i as usize), u64::from(i));
             }
@@ -247,7 +248,7 @@ fn check_delete(
         return;
     }
     let shared: &dyn BenchIndex = index;
-    let (_, removed) = workload::run_parallel(&ops.deletes, threads, |first, chunk| {
+    let (_, removed) = run_parallel(&ops.deletes, threads, |first, chunk| {
         (first..first + chunk.len())
             .filter(|&j| shared.remove(ops.delete_keys.key(j)))
             .count() as u64

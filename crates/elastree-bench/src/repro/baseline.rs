@@ -1,4 +1,4 @@
-//! Suite experiments: a [`RunConfig`] of the benchmark, measured by [`run::measure`] and
+//! Suite experiments: a [`RunConfig`] of the benchmark, measured by [`runner::measure`] and
 //! reported as a table of medians with min-max and ratios against `btreemap`, one grouped
 //! bar chart per workload (`<workload>.png`, medians with min-max error bars), `memory.png`
 //! with bytes per key (measured once: no error bars), and the raw
@@ -14,8 +14,9 @@ use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
 use crate::output::{to_file, RESULT_FILES};
 use crate::peers::{IndexSpec, Peer};
-use crate::report::{self, Summary, BASELINE};
-use crate::run;
+use crate::report::{self, BASELINE};
+use crate::runner;
+use crate::runner::Summary;
 use crate::workload::{Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
 
 /// The run of `btree-baseline` for `n` keys per key set: elastree's `btree` and every peer,
@@ -54,7 +55,7 @@ pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, Str
         cfg.keysets.len(),
         cfg.workloads.len()
     );
-    let rows = run::measure(cfg);
+    let rows = runner::measure(cfg);
     let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
     write_suite(ctx, cfg, &labels, BASELINE, &rows)
 }

@@ -31,7 +31,7 @@ use super::{ExperimentContext, Report};
 use crate::growshrink::{GrowShrinkConfig, Phase};
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{Budget, IndexSpec, Peer, SeqTreeTuning};
-use crate::report::Summary;
+use crate::runner::Summary;
 use crate::workload::{Measurement, RunConfig, Workload, DEFAULT_SCAN_LEN};
 use crate::ycsb::{self, Ycsb};
 

@@ -25,8 +25,9 @@ use crate::growshrink::{self, GrowShrinkConfig, Phase, Point};
 use crate::keys::{KeySet, KeySetKind};
 use crate::output::{fmt_opt, write_results};
 use crate::peers::{Budget, IndexSpec, Peer};
-use crate::report::Summary;
-use crate::workload::{median, panic_message, Status};
+use crate::runner::Summary;
+use crate::runner::{median, panic_message};
+use crate::workload::Status;
 
 /// Chunks of the grow phase (and of the shrink phase), as in the paper (10 chunks of 10M).
 pub const CHUNKS: usize = 10;

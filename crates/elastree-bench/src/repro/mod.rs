@@ -67,7 +67,7 @@ use std::time::Instant;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::Args;
 
-use crate::run;
+use crate::runner;
 use crate::EXIT_USAGE;
 use document::{fmt_duration, MachineFacts, RunFacts};
 
@@ -369,7 +369,7 @@ pub fn run(args: &ReproArgs, command: &str) -> ExitCode {
         eprintln!("elastree repro: creating {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
-    run::warn_if_debug("cargo run --release -p elastree-cli -- repro");
+    runner::warn_if_debug("cargo run --release -p elastree-cli -- repro");
     eprintln!(
         "elastree repro {}: n={n} per key set, repeat {}; writing to {}",
         experiment.name,

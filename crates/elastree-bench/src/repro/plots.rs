@@ -14,7 +14,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::Summary;
+use crate::runner::Summary;
 
 /// The font family the plots use, registered from the embedded DejaVu Sans.
 const FONT: &str = "sans-serif";

@@ -14,9 +14,12 @@ use elastree::elastic::ElasticStats;
 
 use crate::keys::{KeySet, KeySetKind};
 use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
-use crate::report::{sort_for_report, Summary};
-use crate::run;
-use crate::workload::{median, settle_deferred_frees, Measurement, RunConfig, Status, Workload};
+use crate::report::sort_for_report;
+use crate::runner;
+use crate::runner::median;
+use crate::runner::settle::settle_deferred_frees;
+use crate::runner::Summary;
+use crate::workload::{Measurement, RunConfig, Status, Workload};
 
 /// An index under one setting, measured as an index of its own.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +66,7 @@ pub fn measure_variants(
             };
             cfg.validate()?;
             eprintln!("{}: repetition {}/{}", v.label, rep + 1, base.repeat);
-            for mut row in run::measure(&cfg) {
+            for mut row in runner::measure(&cfg) {
                 row.index = v.label.clone();
                 match merged.iter_mut().find(|m| same_cell(&m.row, &row)) {
                     Some(m) => m.add(row),

@@ -1,8 +1,6 @@
 //! The measurement of `dist-ycsb`: a client of each kind with its index loaded, the YCSB runs
 //! on 3 masters, the scale-out and the runs on 4 masters.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use elastree_dist::baseline::BaselineIndex;
 use elastree_dist::{DistIndex, DistKind, DistOptions, DistStats, RebalanceReport};
 
@@ -11,9 +9,10 @@ use super::{ops_of, ARITY, KINDS, LOAD_THREADS, MASTERS, THREADS};
 use crate::cluster::{self, LocalClusterGuard};
 use crate::keys::KeySet;
 use crate::peers::{BenchIndex, Elastree};
-use crate::report::Summary;
 use crate::repro::ExperimentContext;
-use crate::workload::{self, run_parallel};
+use crate::runner::ops;
+use crate::runner::timing::run_parallel;
+use crate::runner::{attempt, Trials};
 use crate::ycsb::{loaded_keys, Ycsb, YcsbStream};
 
 /// The facts of one index between the phases.
@@ -175,17 +174,12 @@ fn options(name: &str) -> DistOptions {
     }
 }
 
-/// `work()`, or the message of its panic.
-fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(work)).map_err(|p| workload::panic_message(p.as_ref()))
-}
-
 /// Inserts keys `0..count` (key `i` with tid `i`) on [`LOAD_THREADS`] threads and checks the
 /// index then holds them.
 fn load(index: &Elastree, keys: &KeySet, count: usize) -> Result<(), String> {
     let positions: Vec<u32> = (0..count as u32).collect();
     let shared: &dyn BenchIndex = index;
-    caught(|| {
+    attempt(|| {
         run_parallel(&positions, LOAD_THREADS, |_, chunk| {
             for &i in chunk {
                 shared.insert(keys.key(i as usize), u64::from(i));
@@ -206,14 +200,13 @@ fn load(index: &Elastree, keys: &KeySet, count: usize) -> Result<(), String> {
 /// What the repetitions of one workload measured.
 #[derive(Default)]
 struct Runs {
-    /// Throughput of each repetition, millions of operations per second.
-    mops: Vec<f64>,
+    /// Throughput of each repetition, millions of operations per second (the repetitions
+    /// stop at the first failure).
+    mops: Trials,
     /// Sampled latencies of every repetition, ns, sorted.
     latencies: Vec<u64>,
     /// The measuring client's requests over every repetition.
     stats: DistStats,
-    /// What failed (the repetitions stop at the first failure).
-    note: Option<String>,
 }
 
 impl Runs {
@@ -247,11 +240,11 @@ fn repeat(
 ) -> Runs {
     let mut runs = Runs::default();
     for _ in 0..ctx.repeat {
-        let outcome = caught(|| workload::ycsb(index, keys, stream, stream.plan.threads))
+        let outcome = attempt(|| ops::ycsb(index, keys, stream, stream.plan.threads))
             .unwrap_or_else(|p| Err(format!("panicked: {p}")));
         match outcome {
             Ok((secs, mut lat, dist)) => {
-                runs.mops.push(stream.plan.len() as f64 / secs / 1e6);
+                runs.mops.record(Ok(stream.plan.len() as f64 / secs / 1e6));
                 runs.latencies.append(&mut lat);
                 if let Some(delta) = dist {
                     runs.stats = cluster::stats_sum(runs.stats, delta);
@@ -262,7 +255,7 @@ fn repeat(
                     "dist-ycsb: FAILED {kind} {}: {problem}",
                     stream.plan.workload
                 );
-                runs.note = Some(problem);
+                runs.mops.record(Err(problem));
                 break;
             }
         }
@@ -273,8 +266,8 @@ fn repeat(
 
 /// The row of `runs` of `stream` on an index of `kind` with `n` keys on `masters` masters.
 fn row_of(kind: DistKind, n: usize, stream: &YcsbStream, masters: usize, runs: Runs) -> Row {
-    let ok = runs.note.is_none();
-    let summary = Summary::of(&runs.mops).filter(|_| ok);
+    let ok = runs.mops.ok();
+    let summary = runs.mops.summary();
     let per_op = cluster::per_op(runs.stats).filter(|_| ok);
     let dist = ok && kind != DistKind::Baseline;
     Row {
@@ -285,7 +278,7 @@ fn row_of(kind: DistKind, n: usize, stream: &YcsbStream, masters: usize, runs: R
         workload: stream.plan.workload.name(),
         n,
         ops: stream.plan.len(),
-        repeat: runs.mops.len(),
+        repeat: runs.mops.values.len(),
         mops_median: summary.map(|s| s.median),
         mops_min: summary.map(|s| s.min),
         mops_max: summary.map(|s| s.max),
@@ -296,7 +289,7 @@ fn row_of(kind: DistKind, n: usize, stream: &YcsbStream, masters: usize, runs: R
         retries: ok.then_some(runs.stats.retries),
         p50_ns: runs.percentile(0.5).filter(|_| ok),
         p99_ns: runs.percentile(0.99).filter(|_| ok),
-        status: if ok { "ok" } else { "failed" },
-        note: runs.note,
+        status: runs.mops.status(),
+        note: runs.mops.failure,
     }
 }

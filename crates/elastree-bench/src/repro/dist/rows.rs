@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use elastree_dist::DistKind;
 
-use crate::report::Summary;
+use crate::runner::Summary;
 use crate::ycsb::Ycsb;
 
 /// The fields of a row, in CSV order.

@@ -49,8 +49,8 @@ use crate::alloc;
 use crate::dist::{ScrambledZipfian, DEFAULT_THETA};
 use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use crate::output::{fmt_opt, write_results};
-use crate::report::Summary;
-use crate::workload::settle_deferred_frees;
+use crate::runner::settle::settle_deferred_frees;
+use crate::runner::{Summary, Trials};
 use crate::ycsb::{loaded_keys, Ycsb, YcsbOp, YcsbPlan, TID_MASK, VERSION_STEP};
 
 mod drive;

@@ -18,10 +18,8 @@ pub struct Cell {
     pub measure: &'static str,
     /// Its unit (`Mops/s`, `B/pair`, `us`, ...).
     pub unit: &'static str,
-    /// One value per repetition.
-    pub values: Vec<f64>,
-    /// What went wrong, if a repetition failed.
-    pub failed: Option<String>,
+    /// One value per repetition, and the first failure.
+    pub trials: Trials,
 }
 
 /// Every cell of a run, in the order they were first measured.
@@ -53,17 +51,16 @@ impl Cells {
                     pairs,
                     measure,
                     unit,
-                    values: Vec::new(),
-                    failed: None,
+                    trials: Trials::default(),
                 });
                 self.0.last_mut().expect("just pushed")
             }
         };
         match value {
-            Ok(v) => cell.values.push(v),
+            Ok(v) => cell.trials.record(Ok(v)),
             Err(problem) => {
                 eprintln!("FAILED {index} {keys} {measure}: {problem}");
-                cell.failed.get_or_insert(problem);
+                cell.trials.record(Err(problem));
             }
         }
     }
@@ -76,8 +73,7 @@ impl Cells {
             .find(|c| {
                 c.index == index && c.keys == keys && c.unique == unique && c.measure == measure
             })
-            .filter(|c| c.failed.is_none())
-            .and_then(|c| Summary::of(&c.values))
+            .and_then(|c| c.trials.summary())
     }
 
     /// The cell `at` for a plot: its median with the repetitions' range as an error bar, or
@@ -98,7 +94,7 @@ impl Cells {
 
     /// Cells with a failed repetition.
     pub fn failures(&self) -> usize {
-        self.0.iter().filter(|c| c.failed.is_some()).count()
+        self.0.iter().filter(|c| !c.trials.ok()).count()
     }
 }
 
@@ -167,7 +163,7 @@ pub const FIELDS: &[&str] = &[
 
 impl Row {
     pub(super) fn of_cell(experiment: &'static str, c: &Cell) -> Self {
-        let s = Summary::of(&c.values).filter(|_| c.failed.is_none());
+        let s = c.trials.summary();
         Row {
             experiment,
             index: c.index.clone(),
@@ -179,14 +175,14 @@ impl Row {
             value_median: s.map(|s| s.median),
             value_min: s.map(|s| s.min),
             value_max: s.map(|s| s.max),
-            samples: c.values.len(),
+            samples: c.trials.values.len(),
             rep: None,
             static_before: None,
             static_after: None,
             merged: None,
             started_ms: None,
-            status: if c.failed.is_some() { "failed" } else { "ok" },
-            note: c.failed.clone(),
+            status: c.trials.status(),
+            note: c.trials.failure.clone(),
         }
     }
 

@@ -165,7 +165,7 @@ pub(crate) fn run_ycsb(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
     let mut cells = Cells::default();
     let mut shapes = Vec::new();
     let progress =
-        crate::run::progress_bar((KEYSETS.len() * 2 * (ctx.repeat + 1) * INDEXES.len()) as u64);
+        crate::runner::progress_bar((KEYSETS.len() * 2 * (ctx.repeat + 1) * INDEXES.len()) as u64);
     for &kind in KEYSETS {
         for unique in [true, false] {
             shapes.push(measure_keys(ctx, &mut cells, &progress, kind, unique));
