@@ -6,17 +6,18 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch as epoch;
 
+use super::policy::LeafPolicy;
 use super::Tree;
-use crate::node::{NodeHeader, NodeRepr};
+use crate::node::NodeHeader;
 
 /// What the walk has seen so far.
-struct Walk<R: NodeRepr> {
+struct Walk<R: LeafPolicy> {
     leaves: Vec<*const NodeHeader>,
     entries: usize,
     _repr: std::marker::PhantomData<R>,
 }
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// Checks, with no writer running: every node passes its representation's check; every
     /// key lies within the bounds its ancestors' separators give it; all leaves are at level
     /// 0 and every inner node's children are one level below it; no node is locked or

@@ -13,6 +13,7 @@
 
 use std::ops::Bound;
 
+use super::policy::LeafPolicy;
 use super::Tree;
 use crate::index::{Direction, Index, KeyLen};
 use crate::mem::MemoryUsage;
@@ -35,11 +36,11 @@ const SLOTTED_INNER_CAPACITY: usize = 64;
 /// from: the plain B+-tree's ([`Plain`]) or the elastic tree's ([`Elastic`]).
 pub trait Family: Send + Sync + Sized + 'static {
     /// For unique 8-byte keys.
-    type U64: for<'a> NodeRepr<Probe<'a> = u64, Owned = u64>;
+    type U64: for<'a> LeafPolicy<Probe<'a> = u64, Owned = u64>;
     /// For unique 16-byte keys and non-unique 8-byte keys (key, tid).
-    type U128: for<'a> NodeRepr<Probe<'a> = u128, Owned = u128>;
+    type U128: for<'a> LeafPolicy<Probe<'a> = u128, Owned = u128>;
     /// For every other key.
-    type Var: for<'a> NodeRepr<Probe<'a> = VarProbe<'a>, Owned = VarKey>;
+    type Var: for<'a> LeafPolicy<Probe<'a> = VarProbe<'a>, Owned = VarKey>;
     /// The kind's own options.
     type Options;
     /// What the family keeps beside the tree.
@@ -180,7 +181,7 @@ fn map_bound<T, U>(bound: Bound<T>, f: impl FnOnce(T) -> U) -> Bound<U> {
     }
 }
 
-fn scan_tree<R: NodeRepr>(
+fn scan_tree<R: LeafPolicy>(
     tree: &Tree<R>,
     lower: Bound<R::Owned>,
     upper: Bound<R::Owned>,

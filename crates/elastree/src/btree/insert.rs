@@ -4,8 +4,9 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
+use super::policy::{LeafPolicy, Overflow};
 use super::{Tree, Visit};
-use crate::node::{NodeHeader, NodeRepr, Overflow};
+use crate::node::NodeHeader;
 use crate::sync::Restart;
 
 /// Where to split a full node.
@@ -35,7 +36,7 @@ enum Attempt {
     Sweep(usize),
 }
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// Inserts `key -> value`, replacing and returning the previous value if the key was
     /// present.
     pub fn insert(&self, key: R::Probe<'_>, value: u64) -> Option<u64> {

@@ -23,6 +23,7 @@ mod check;
 mod elastic;
 mod index;
 mod insert;
+pub mod policy;
 mod remove;
 mod replace;
 mod scan;
@@ -37,11 +38,13 @@ use crossbeam_epoch::{self as epoch, Guard};
 
 use crate::counter::StripedCount;
 use crate::mem::{ByteCounter, MemoryUsage};
-use crate::node::{NodeHeader, NodeRepr, Overflow};
+use crate::node::NodeHeader;
+
 use crate::sync::{Optimistic, Restart};
 
 pub use elastic::{Elastic, ElasticExtra, ElasticForm, ElasticIndex, SEQTREE_LEAF_CAPACITY};
 pub use index::{BTreeIndex, Family, Plain, TreeIndex};
+pub use policy::{LeafPolicy, Overflow, Replacement, Underflow};
 
 /// Byte counts of a tree's nodes, shared with the epoch collector's deferred frees.
 #[derive(Debug, Default)]
@@ -64,7 +67,7 @@ impl NodeBytes {
 ///
 /// Non-unique indexes are built on top by making the tid part of the key (see
 /// [`BTreeIndex`]).
-pub struct Tree<R: NodeRepr> {
+pub struct Tree<R: LeafPolicy> {
     root: AtomicPtr<NodeHeader>,
     config: R::Config,
     bytes: Arc<NodeBytes>,
@@ -73,9 +76,9 @@ pub struct Tree<R: NodeRepr> {
 }
 
 // SAFETY: all shared state is atomics; nodes are only accessed under the OLC protocol.
-unsafe impl<R: NodeRepr> Send for Tree<R> {}
+unsafe impl<R: LeafPolicy> Send for Tree<R> {}
 // SAFETY: as above.
-unsafe impl<R: NodeRepr> Sync for Tree<R> {}
+unsafe impl<R: LeafPolicy> Sync for Tree<R> {}
 
 /// A node reached by a descent and its parent (`None` for the root) with the parent's child
 /// slot that led to it.
@@ -88,7 +91,7 @@ struct Visit<'g> {
     read: Optimistic<'g>,
 }
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// An empty tree whose root is an empty leaf.
     pub fn new(config: R::Config) -> Self {
         let tree = Self {
@@ -271,11 +274,11 @@ impl<R: NodeRepr> Tree<R> {
     }
 }
 
-impl<R: NodeRepr> Drop for Tree<R> {
+impl<R: LeafPolicy> Drop for Tree<R> {
     fn drop(&mut self) {
         // Exclusive access: free every reachable node. Retired nodes are freed by the
         // collector, which holds its own handle on the byte counters.
-        fn free_subtree<R: NodeRepr>(tree: &Tree<R>, node: NonNull<NodeHeader>) {
+        fn free_subtree<R: LeafPolicy>(tree: &Tree<R>, node: NonNull<NodeHeader>) {
             // SAFETY: `&mut self` in `drop` means no other thread uses the tree.
             let header = unsafe { node.as_ref() };
             if !header.is_leaf() {

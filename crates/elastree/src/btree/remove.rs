@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
+use super::policy::{LeafPolicy, Overflow, Underflow};
 use super::{Tree, Visit};
-use crate::node::{NodeRepr, Overflow, Underflow};
 use crate::sync::Restart;
 
 /// What a merge attempt at one level did.
@@ -21,7 +21,7 @@ enum Repair {
     Collapsed,
 }
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// Removes `key`, returning its value if it was present.
     pub fn remove(&self, key: R::Probe<'_>) -> Option<u64> {
         self.remove_if(key, |_| true)

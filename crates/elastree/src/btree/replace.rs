@@ -16,12 +16,13 @@ use std::sync::atomic::Ordering;
 use crossbeam_epoch::Guard;
 
 use super::insert::Split;
+use super::policy::{LeafPolicy, Overflow};
 use super::{Tree, Visit};
-use crate::node::{NodeHeader, NodeRepr, Overflow};
+use crate::node::NodeHeader;
 use crate::sync::Restart;
 
 /// The leaf on the path of a key, with what a conversion needs around it.
-struct LeafPath<'g, R: NodeRepr> {
+struct LeafPath<'g, R: LeafPolicy> {
     leaf: Visit<'g>,
     parent: Option<(Visit<'g>, Option<usize>)>,
     /// The smallest key the leaf may hold (`None` for the leftmost leaf).
@@ -31,7 +32,7 @@ struct LeafPath<'g, R: NodeRepr> {
 /// How many times a best-effort conversion retries after losing a race before giving up.
 const CONVERSION_ATTEMPTS: usize = 8;
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// Descends to the leaf of `key`, splitting full inner nodes on the way (so the parent
     /// has room for one more separator); restarts after such a split.
     fn descend_for_conversion<'g>(

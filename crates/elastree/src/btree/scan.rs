@@ -14,12 +14,13 @@ use std::ops::Bound;
 use crossbeam_epoch::{self as epoch, Guard};
 use smallvec::SmallVec;
 
+use super::policy::LeafPolicy;
 use super::{Tree, Visit};
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
 
 /// Whether `key` is still inside the far end of a scan.
-fn within<R: NodeRepr>(
+fn within<R: LeafPolicy>(
     config: &R::Config,
     key: &R::Owned,
     end: Bound<&R::Owned>,
@@ -47,7 +48,7 @@ fn within<R: NodeRepr>(
     }
 }
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// Visits up to `limit` entries with keys in `(lower, upper)` in ascending order; returns
     /// how many were visited.
     pub fn scan_ascending(

@@ -18,9 +18,10 @@
 
 use crossbeam_epoch::Guard;
 
+use super::policy::LeafPolicy;
 use super::{Tree, Visit};
 use crate::elastic::OWED_PER_QUOTA;
-use crate::node::{NodeHeader, NodeRepr};
+use crate::node::NodeHeader;
 use crate::sync::Restart;
 
 /// How many leaf pairs one sweep may examine per pair it may compact, so that a sweep over a
@@ -39,7 +40,7 @@ struct Step<K> {
     next: Option<K>,
 }
 
-impl<R: NodeRepr> Tree<R> {
+impl<R: LeafPolicy> Tree<R> {
     /// Compacts up to `quota` pairs of adjacent cold leaves, plus what earlier sweeps owe,
     /// starting at the sweep cursor and moving it on. If another thread holds the cursor, or
     /// steps keep losing races, it stops early and leaves the pairs it did not compact owed

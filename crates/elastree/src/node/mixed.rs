@@ -5,8 +5,8 @@
 //! either `R`'s standard leaves or [`SeqTree`] leaves, told apart by
 //! [`NodeHeader::format`] (set before a node is published, never changed). Every ADT
 //! operation dispatches on it, so the tree algorithm is the B+-tree's; the elasticity
-//! algorithm ([`crate::elastic`]) enters through the tree's hooks (`overflow`,
-//! `after_remove`, `after_lookup`, `replacement`).
+//! algorithm ([`crate::elastic`]) enters through the tree's leaf policy ([`LeafPolicy`]:
+//! `overflow`, `after_remove`, `after_lookup`, `replacement`, the sweep).
 //!
 //! Leaves of different forms are never merged with each other (a standard leaf between two
 //! SeqTree leaves may stay underfull); SeqTree leaves of the elastic tree never merge at
@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use super::blind::BlindKeys;
 use super::seqtree::{SeqShared, SeqTree, FORMAT_COMPACT};
-use super::{NodeHeader, NodeRepr, Overflow, Replacement, SearchResult, Underflow};
+use super::{NodeHeader, NodeRepr, SearchResult};
+use crate::btree::{LeafPolicy, Overflow, Replacement, Underflow};
 use crate::elastic::{ElasticPolicy, ElasticState, Event, SweepCursor};
 
 /// How a mixed tree uses SeqTree leaves.
@@ -72,9 +73,31 @@ impl<R: NodeRepr> fmt::Debug for MixedConfig<R> {
 #[derive(Debug)]
 pub struct Mixed<R>(std::marker::PhantomData<R>);
 
+/// The forms a leaf of a mixed tree takes, told apart by [`NodeHeader::format`] (set before a
+/// node is published, never changed). Every ADT operation below matches on it, so a new leaf
+/// form is its own file plus one arm in each match here (the compiler lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `R`'s standard node (every inner node, and standard leaves).
+    Standard,
+    /// A SeqTree leaf ([`SeqTree`]).
+    Compact,
+}
+
+/// The form of `node`.
+#[inline]
+fn form(node: &NodeHeader) -> Form {
+    if node.format.load(Ordering::Relaxed) == FORMAT_COMPACT {
+        Form::Compact
+    } else {
+        Form::Standard
+    }
+}
+
+/// Whether `node` is a SeqTree leaf.
 #[inline]
 fn is_compact(node: &NodeHeader) -> bool {
-    node.format.load(Ordering::Relaxed) == FORMAT_COMPACT
+    form(node) == Form::Compact
 }
 
 impl<R: BlindKeys> Mixed<R> {
@@ -176,83 +199,74 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
     }
 
     fn alloc_sibling(config: &MixedConfig<R>, node: &NodeHeader) -> (NonNull<NodeHeader>, usize) {
-        if is_compact(node) {
-            SeqTree::<R>::alloc(&config.seq, SeqTree::<R>::capacity(node))
-        } else {
-            R::alloc(&config.base, node.level())
+        match form(node) {
+            Form::Standard => R::alloc(&config.base, node.level()),
+            Form::Compact => SeqTree::<R>::alloc(&config.seq, SeqTree::<R>::capacity(node)),
         }
     }
 
     unsafe fn free(config: &MixedConfig<R>, node: NonNull<NodeHeader>) -> usize {
         // SAFETY: the caller's guarantee, passed on to the representation that allocated it.
         unsafe {
-            if is_compact(node.as_ref()) {
-                SeqTree::<R>::free(&config.seq, node)
-            } else {
-                R::free(&config.base, node)
+            match form(node.as_ref()) {
+                Form::Standard => R::free(&config.base, node),
+                Form::Compact => SeqTree::<R>::free(&config.seq, node),
             }
         }
     }
 
     #[inline]
     fn capacity(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
-        if is_compact(node) {
-            SeqTree::<R>::capacity(node)
-        } else {
-            R::capacity(node, &config.base)
+        match form(node) {
+            Form::Standard => R::capacity(node, &config.base),
+            Form::Compact => SeqTree::<R>::capacity(node),
         }
     }
 
     #[inline]
     fn count(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
-        if is_compact(node) {
-            SeqTree::<R>::count(node)
-        } else {
-            R::count(node, &config.base)
+        match form(node) {
+            Form::Standard => R::count(node, &config.base),
+            Form::Compact => SeqTree::<R>::count(node),
         }
     }
 
     #[inline]
     fn search(node: &NodeHeader, config: &MixedConfig<R>, probe: R::Probe<'_>) -> SearchResult {
-        if is_compact(node) {
-            SeqTree::<R>::search(node, &config.seq, probe)
-        } else {
-            R::search(node, &config.base, probe)
+        match form(node) {
+            Form::Standard => R::search(node, &config.base, probe),
+            Form::Compact => SeqTree::<R>::search(node, &config.seq, probe),
         }
     }
 
     #[inline]
     fn key_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) -> R::Owned {
-        if is_compact(node) {
-            SeqTree::<R>::key_at(node, &config.seq, i)
-        } else {
-            R::key_at(node, &config.base, i)
+        match form(node) {
+            Form::Standard => R::key_at(node, &config.base, i),
+            Form::Compact => SeqTree::<R>::key_at(node, &config.seq, i),
         }
     }
 
     #[inline]
     fn value_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) -> u64 {
-        if is_compact(node) {
-            SeqTree::<R>::value_at(node, i)
-        } else {
-            R::value_at(node, &config.base, i)
+        match form(node) {
+            Form::Standard => R::value_at(node, &config.base, i),
+            Form::Compact => SeqTree::<R>::value_at(node, i),
         }
     }
 
     fn set_value(node: &NodeHeader, config: &MixedConfig<R>, i: usize, value: u64) {
-        if is_compact(node) {
-            SeqTree::<R>::set_value(node, i, value)
-        } else {
-            R::set_value(node, &config.base, i, value)
+        match form(node) {
+            Form::Standard => R::set_value(node, &config.base, i, value),
+            Form::Compact => SeqTree::<R>::set_value(node, i, value),
         }
     }
 
     #[inline]
     fn has_room(node: &NodeHeader, config: &MixedConfig<R>, probe: Option<R::Probe<'_>>) -> bool {
-        if is_compact(node) {
-            SeqTree::<R>::has_room(node)
-        } else {
-            R::has_room(node, &config.base, probe)
+        match form(node) {
+            Form::Standard => R::has_room(node, &config.base, probe),
+            Form::Compact => SeqTree::<R>::has_room(node),
         }
     }
 
@@ -263,28 +277,26 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
         key: R::Probe<'_>,
         value: u64,
     ) {
-        if is_compact(node) {
-            SeqTree::<R>::insert_at(node, &config.seq, i, key, value)
-        } else {
-            R::insert_at(node, &config.base, i, key, value)
+        match form(node) {
+            Form::Standard => R::insert_at(node, &config.base, i, key, value),
+            Form::Compact => SeqTree::<R>::insert_at(node, &config.seq, i, key, value),
         }
     }
 
     fn remove_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) {
-        if is_compact(node) {
-            SeqTree::<R>::remove_at(node, &config.seq, i)
-        } else {
-            R::remove_at(node, &config.base, i)
+        match form(node) {
+            Form::Standard => R::remove_at(node, &config.base, i),
+            Form::Compact => SeqTree::<R>::remove_at(node, &config.seq, i),
         }
     }
 
     fn move_tail(src: &NodeHeader, from: usize, dst: &NodeHeader, config: &MixedConfig<R>) {
-        match (is_compact(src), is_compact(dst)) {
-            (true, true) => SeqTree::<R>::move_tail(src, from, dst, &config.seq),
-            (false, false) => R::move_tail(src, from, dst, &config.base),
-            (_, dst_compact) => {
+        match (form(src), form(dst)) {
+            (Form::Compact, Form::Compact) => SeqTree::<R>::move_tail(src, from, dst, &config.seq),
+            (Form::Standard, Form::Standard) => R::move_tail(src, from, dst, &config.base),
+            (_, dst_form) => {
                 let entries = Self::entries(src, config, from);
-                if dst_compact {
+                if dst_form == Form::Compact {
                     SeqTree::<R>::append_entries(dst, &config.seq, &entries);
                 } else {
                     for (key, tid) in &entries {
@@ -298,10 +310,9 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
     }
 
     fn split_point(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
-        if is_compact(node) {
-            SeqTree::<R>::count(node) / 2
-        } else {
-            R::split_point(node, &config.base)
+        match form(node) {
+            Form::Standard => R::split_point(node, &config.base),
+            Form::Compact => SeqTree::<R>::count(node) / 2,
         }
     }
 
@@ -311,9 +322,9 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
         extra: usize,
         config: &MixedConfig<R>,
     ) -> bool {
-        match (is_compact(left), is_compact(right)) {
-            (false, false) => R::fits_merge(left, right, extra, &config.base),
-            (true, true) => {
+        match (form(left), form(right)) {
+            (Form::Standard, Form::Standard) => R::fits_merge(left, right, extra, &config.base),
+            (Form::Compact, Form::Compact) => {
                 SeqTree::<R>::count(left) + SeqTree::<R>::count(right)
                     <= SeqTree::<R>::capacity(left)
             }
@@ -322,39 +333,41 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
     }
 
     fn is_underfull(node: &NodeHeader, config: &MixedConfig<R>) -> bool {
-        if !is_compact(node) {
-            return R::is_underfull(node, &config.base);
-        }
-        match config.mode {
-            LeafMode::AllCompact { .. } => {
+        match (form(node), &config.mode) {
+            (Form::Standard, _) => R::is_underfull(node, &config.base),
+            (Form::Compact, LeafMode::AllCompact { .. }) => {
                 SeqTree::<R>::count(node) < SeqTree::<R>::capacity(node) / 4
             }
             // Elastic SeqTree leaves shrink in `after_remove` instead of merging.
-            LeafMode::Elastic(_) => false,
+            (Form::Compact, LeafMode::Elastic(_)) => false,
         }
     }
 
     fn check_node(node: &NodeHeader, config: &MixedConfig<R>) -> Result<(), String> {
-        if !is_compact(node) {
-            return R::check_node(node, &config.base);
+        match form(node) {
+            Form::Standard => R::check_node(node, &config.base),
+            Form::Compact if !node.is_leaf() => Err("a SeqTree node above the leaf level".into()),
+            Form::Compact => SeqTree::<R>::check_node(node, &config.seq),
         }
-        if !node.is_leaf() {
-            return Err("a SeqTree node above the leaf level".into());
-        }
-        SeqTree::<R>::check_node(node, &config.seq)
     }
 
     #[inline]
     fn prefetch_keys(node: &NodeHeader, config: &MixedConfig<R>, from: usize, to: usize) {
-        if is_compact(node) {
-            SeqTree::<R>::prefetch_keys(node, &config.seq, from, to);
+        match form(node) {
+            // A standard node's keys are inside it.
+            Form::Standard => {}
+            Form::Compact => SeqTree::<R>::prefetch_keys(node, &config.seq, from, to),
         }
     }
 
     fn extra_leaf_bytes(config: &MixedConfig<R>) -> usize {
         config.seq.body_bytes.get()
     }
+}
 
+/// The elasticity algorithm's decisions (see [`crate::elastic`]); an `AllCompact` tree takes
+/// the plain B+-tree's.
+impl<R: BlindKeys> LeafPolicy for Mixed<R> {
     fn overflow(node: &NodeHeader, config: &MixedConfig<R>, index_bytes: usize) -> Overflow {
         let Some(policy) = Self::policy(config) else {
             return Overflow::Split;

@@ -5,6 +5,9 @@
 //! search, read an entry, insert at a position, remove, move a tail of entries to another
 //! node (the heart of split and merge), and the fullness questions the tree asks. Every
 //! representation implements it, so the tree in `btree/` never changes when one is added.
+//! What the tree *decides* about a leaf (split it, grow it, turn it into another form, sweep
+//! cold leaves) is not part of the ADT: that is the tree's leaf policy
+//! (`crate::btree::LeafPolicy`), which a plain representation takes with its defaults.
 //!
 //! # Layout shared by every representation
 //!
@@ -35,7 +38,6 @@ use std::fmt::Debug;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering};
 
-use crate::elastic::SweepCursor;
 use crate::sync::VersionLock;
 
 /// The header every node starts with.
@@ -142,43 +144,6 @@ pub struct SearchResult {
     pub found: bool,
 }
 
-/// What the tree does with a leaf that has no room for an insert.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overflow {
-    /// Split it in two (the B+-tree's answer, and every plain representation's).
-    Split,
-    /// Split it in two and halve both halves' capacity ([`NodeRepr::halve_capacity`]).
-    SplitHalving,
-    /// Raise its capacity in place ([`NodeRepr::grow`]) under its write lock.
-    Grow,
-    /// Replace it by nodes of another representation ([`NodeRepr::replacement`]).
-    Replace,
-}
-
-/// What the tree does with a leaf after a remove.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Underflow {
-    /// Nothing.
-    Keep,
-    /// Merge it with a sibling (the B+-tree's repair).
-    Merge,
-    /// Replace it by a node of another representation ([`NodeRepr::replacement`]).
-    Replace,
-}
-
-/// New nodes that take a leaf's place: built by [`NodeRepr::replacement`] from the leaf's
-/// entries, and published by the tree in one step under the locks of the leaf, its parent
-/// and its left sibling.
-pub struct Replacement<R: NodeRepr> {
-    /// The node taking the leaf's place (and its first entries).
-    pub first: NonNull<NodeHeader>,
-    /// A second node to the right of `first`, with the separator (its first key) the
-    /// parent gets for it.
-    pub second: Option<(R::Owned, NonNull<NodeHeader>)>,
-    /// Bytes of the new nodes as the tree counts them.
-    pub bytes: usize,
-}
-
 /// One node representation: the node ADT the tree is written against.
 ///
 /// # Safety
@@ -275,8 +240,8 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     /// bounds). Called from the tree's `check` with no concurrent writer.
     fn check_node(node: &NodeHeader, config: &Self::Config) -> Result<(), String>;
 
-    // Hooks for representations that change a leaf's form (the elastic tree); the defaults
-    // are the plain B+-tree's behaviour and compile away.
+    // Optional parts of the ADT; the defaults suit a representation with one node form and
+    // its keys inside the node, and compile away.
 
     /// Allocates an empty node to receive the right half of `node` in a split.
     #[inline]
@@ -295,92 +260,5 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     #[inline]
     fn extra_leaf_bytes(_config: &Self::Config) -> usize {
         0
-    }
-
-    /// What to do with a leaf that has no room; `index_bytes` is the tree's current size.
-    /// Read under an optimistic version.
-    #[inline]
-    fn overflow(_node: &NodeHeader, _config: &Self::Config, _index_bytes: usize) -> Overflow {
-        Overflow::Split
-    }
-
-    /// Raises the capacity of a leaf for which `overflow` said [`Overflow::Grow`]. Write
-    /// lock held.
-    #[inline]
-    fn grow(_node: &NodeHeader, _config: &Self::Config) {}
-
-    /// Halves a node's capacity after an [`Overflow::SplitHalving`] split. Write lock held.
-    #[inline]
-    fn halve_capacity(_node: &NodeHeader, _config: &Self::Config) {}
-
-    /// Decides what a remove leaves to do; may adjust the leaf in place. Write lock held.
-    #[inline]
-    fn after_remove(node: &NodeHeader, config: &Self::Config) -> Underflow {
-        if Self::is_underfull(node, config) {
-            Underflow::Merge
-        } else {
-            Underflow::Keep
-        }
-    }
-
-    /// Whether a lookup that ended on `node` should convert it (`Some` with the action).
-    /// Read under an optimistic version.
-    #[inline]
-    fn after_lookup(_node: &NodeHeader, _config: &Self::Config) -> Option<Overflow> {
-        None
-    }
-
-    /// Builds the nodes that replace leaf `node` (`None`: leave it as it is). Write locks
-    /// held on the leaf, its parent and its left sibling.
-    #[inline]
-    fn replacement(
-        _node: &NodeHeader,
-        _config: &Self::Config,
-        _index_bytes: usize,
-    ) -> Option<Replacement<Self>> {
-        None
-    }
-
-    // Hooks of the elastic tree's sweep (see `crate::elastic`); the defaults never sweep.
-
-    /// How many pairs of cold leaves the tree should compact after an overflow of `node`
-    /// with the tree at `index_bytes` (0: none). Called only on the overflow path, after
-    /// [`NodeRepr::overflow`]. Read under an optimistic version.
-    #[inline]
-    fn sweep_quota(_node: &NodeHeader, _config: &Self::Config, _index_bytes: usize) -> usize {
-        0
-    }
-
-    /// Whether a sweep under way should go on with the tree at `index_bytes`.
-    #[inline]
-    fn sweep_wanted(_config: &Self::Config, _index_bytes: usize) -> bool {
-        false
-    }
-
-    /// The sweep's position, for representations that sweep.
-    #[inline]
-    fn sweep_cursor(_config: &Self::Config) -> Option<&SweepCursor<Self::Owned>> {
-        None
-    }
-
-    /// Whether adjacent leaves `left` and `right` (same parent) look like a pair the sweep
-    /// can merge into one node. Read under optimistic versions; a hint that
-    /// [`NodeRepr::pair_replacement`] decides under the locks.
-    #[inline]
-    fn pair_compactable(_left: &NodeHeader, _right: &NodeHeader, _config: &Self::Config) -> bool {
-        false
-    }
-
-    /// Builds the one leaf that replaces adjacent leaves `left` and `right` with all their
-    /// entries; returns it (unpublished, link unset) and its bytes as the tree counts them,
-    /// or `None` to leave the pair as it is. Write locks held on both, their parent and
-    /// `left`'s left sibling.
-    #[inline]
-    fn pair_replacement(
-        _left: &NodeHeader,
-        _right: &NodeHeader,
-        _config: &Self::Config,
-    ) -> Option<(NonNull<NodeHeader>, usize)> {
-        None
     }
 }
