@@ -11,7 +11,7 @@ use crate::keys::KeySet;
 use crate::peers::{BenchIndex, Elastree};
 use crate::repro::ExperimentContext;
 use crate::runner::ops;
-use crate::runner::timing::run_parallel;
+use crate::runner::timing::Latencies;
 use crate::runner::{attempt, Trials};
 use crate::ycsb::{loaded_keys, Ycsb, YcsbStream};
 
@@ -179,15 +179,8 @@ fn options(name: &str) -> DistOptions {
 fn load(index: &Elastree, keys: &KeySet, count: usize) -> Result<(), String> {
     let positions: Vec<u32> = (0..count as u32).collect();
     let shared: &dyn BenchIndex = index;
-    attempt(|| {
-        run_parallel(&positions, LOAD_THREADS, |_, chunk| {
-            for &i in chunk {
-                shared.insert(keys.key(i as usize), u64::from(i));
-            }
-            0
-        })
-    })
-    .map_err(|p| format!("loading: {p}"))?;
+    attempt(|| ops::insert(shared, keys, &positions, LOAD_THREADS, &Latencies::none()))
+        .map_err(|p| format!("loading: {p}"))?;
     // Every key is there: a scan from the smallest key visits exactly `count`.
     let first = keys.key(keys.sorted_order()[0] as usize);
     let count_seen = shared.scan(first, usize::MAX, &mut |_, _| {});
