@@ -14,8 +14,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use elastree::hybrid::MergeTrigger;
 use elastree::{
-    ElasticOptions, HybridOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions,
-    DEFAULT_MAX_KEY_LEN,
+    BTreeOptions, ElasticOptions, HybridOptions, Index, IndexBuilder, IndexKind, KeyLen,
+    PageOrganization, SeqTreeOptions, DEFAULT_MAX_KEY_LEN,
 };
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
@@ -135,6 +135,8 @@ impl ShellArgs {
             ("--budget", a.budget.is_some()),
             ("--merge-ratio", a.merge_ratio.is_some()),
             ("--min-merge", a.min_merge.is_some()),
+            ("--pages", a.pages.is_some()),
+            ("--page-bytes", a.page_bytes.is_some()),
         ];
         if let Some((flag, _)) = local_only.iter().find(|(_, given)| *given) {
             return Err(format!(
@@ -232,6 +234,21 @@ pub struct IndexArgs {
     /// Hybrid kinds: never merge a dynamic stage of fewer entries than this (default 4096).
     #[arg(long, value_name = "ENTRIES")]
     pub min_merge: Option<usize>,
+
+    /// The btree kind: how nodes of variable-length keys are laid out (`base`: slotted
+    /// nodes; `prefix`: optimized pages with the keys' common prefix factored out).
+    #[arg(long, value_name = "ORGANIZATION", value_parser = page_organization_parser())]
+    pub pages: Option<PageOrganization>,
+
+    /// The btree kind with `--pages prefix`: bytes of a leaf and of an inner page (e.g. 4K).
+    #[arg(long, value_name = "BYTES", value_parser = elastree_bench::peers::parse_bytes)]
+    pub page_bytes: Option<usize>,
+}
+
+/// Parses `--pages`, listing the organizations as its possible values.
+fn page_organization_parser() -> impl TypedValueParser<Value = PageOrganization> {
+    PossibleValuesParser::new(PageOrganization::ALL.iter().map(|o| o.name()))
+        .try_map(|name| name.parse::<PageOrganization>().map_err(|e| e.to_string()))
 }
 
 /// Parses `--index` with [`KindArg::from_str`], listing every kind as the possible values
@@ -261,6 +278,14 @@ impl IndexArgs {
                 "--merge-ratio and --min-merge apply to the hybrid kinds only, not {kind}"
             ));
         }
+        if (self.pages.is_some() || self.page_bytes.is_some()) && kind != IndexKind::BTree {
+            return Err(format!(
+                "--pages and --page-bytes apply to the btree kind only, not {kind}"
+            ));
+        }
+        if self.page_bytes.is_some() && self.pages != Some(PageOrganization::Prefix) {
+            return Err("--page-bytes applies to optimized pages only: add --pages prefix".into());
+        }
         let builder = match kind {
             IndexKind::Elastic => {
                 let budget = self.budget.ok_or(
@@ -279,6 +304,14 @@ impl IndexArgs {
                     hybrid.min_merge = entries;
                 }
                 IndexBuilder::new(hybrid)
+            }
+            IndexKind::BTree => {
+                let mut options = BTreeOptions::default().pages(self.pages.unwrap_or_default());
+                if let Some(bytes) = self.page_bytes {
+                    options.leaf_page_bytes = bytes;
+                    options.inner_page_bytes = bytes;
+                }
+                IndexBuilder::new(options)
             }
             _ => IndexBuilder::new(kind),
         };

@@ -785,6 +785,17 @@ const KINDS: &[&[&str]] = &[
         "--min-merge",
         "8",
     ],
+    // The B+-tree in optimized pages of the smallest size (they grow to hold two keys of
+    // the longest length), so that pages split, merge and change their prefix constantly.
+    &[
+        "--index",
+        "btree",
+        "--pages",
+        "prefix",
+        "--page-bytes",
+        "256",
+    ],
+    &["--index", "btree", "--pages", "base"],
 ];
 
 #[test]
@@ -862,6 +873,11 @@ fn a_kinds_own_option_on_another_kind_is_refused() {
             ],
             "hybrid kinds only",
         ),
+        (
+            &["shell", "--index", "seqtree", "--pages", "prefix"],
+            "apply to the btree kind only",
+        ),
+        (&["shell", "--page-bytes", "4K"], "add --pages prefix"),
     ] {
         let output = run(args, b"len\n");
         assert_eq!(output.status.code(), Some(2), "{args:?}");

@@ -8,9 +8,13 @@ use std::fmt::Debug;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
+use elastree::btree::MIN_PAGE_BYTES;
 use elastree::hybrid::{HybridIndex, HybridOptions, MergeTrigger};
 use elastree::table::KeySource;
-use elastree::{Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
+use elastree::{
+    BTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen,
+    PageOrganization, SeqTreeOptions,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -114,6 +118,26 @@ pub fn builder_levels(
         }
         _ => IndexBuilder::new(kind),
     }
+}
+
+/// What a test does to a kind's builder beyond the kind (a node layout, say); the flag says
+/// whether the test wants tiny nodes.
+pub type Shape = fn(IndexBuilder, bool) -> IndexBuilder;
+
+/// The kind as it comes.
+pub fn as_is(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
+    builder
+}
+
+/// The B+-tree in optimized pages ([`PageOrganization::Prefix`]); the smallest pages in
+/// tiny-node tests, so that splits and merges happen constantly.
+pub fn prefix_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
+    let mut options = BTreeOptions::default().pages(PageOrganization::Prefix);
+    if tiny {
+        options.leaf_page_bytes = MIN_PAGE_BYTES;
+        options.inner_page_bytes = MIN_PAGE_BYTES;
+    }
+    builder.with_kind(options)
 }
 
 /// A builder for `kind` with tiny nodes, so splits and merges happen constantly.
@@ -323,7 +347,21 @@ pub enum Keys {
         /// The longest key drawn (5% of keys have this length).
         max: usize,
     },
+    /// Variable length up to `max` bytes: one of a few long shared prefixes (a tenant and a
+    /// path, 18 to 30 bytes), then a short tail over the tiny alphabet of [`Keys::Var`]; so
+    /// keys share long prefixes, and many differ only in their last byte.
+    Prefixed {
+        /// The longest key drawn.
+        max: usize,
+    },
 }
+
+/// The long prefixes of [`Keys::Prefixed`].
+const SHARED_PREFIXES: [&[u8]; 3] = [
+    b"tenant-0042/users/",
+    b"tenant-0042/users/archive/2026/",
+    b"tenant-0043/orders/\x00\x01\x02",
+];
 
 impl Keys {
     /// The key length an index needs for these keys.
@@ -331,7 +369,7 @@ impl Keys {
         match self {
             Keys::Small64 { .. } | Keys::Sequential64 => KeyLen::Fixed(8),
             Keys::Small128 { .. } => KeyLen::Fixed(16),
-            Keys::Var { .. } => KeyLen::Variable,
+            Keys::Var { .. } | Keys::Prefixed { .. } => KeyLen::Variable,
         }
     }
 
@@ -364,6 +402,13 @@ impl Keys {
                 (0..len)
                     .map(|_| [0u8, 1, b'a', b'b', 0xff][rng.gen_range(0..5)])
                     .collect()
+            }
+            Keys::Prefixed { max } => {
+                let prefix = SHARED_PREFIXES[rng.gen_range(0..SHARED_PREFIXES.len())];
+                let mut key = prefix[..prefix.len().min(max)].to_vec();
+                let tail = rng.gen_range(0..=3).min(max - key.len());
+                key.extend((0..tail).map(|_| [0u8, 3, 4, b'a', 0xff][rng.gen_range(0..5)]));
+                key
             }
         }
     }

@@ -54,6 +54,7 @@ mod kind;
 mod options;
 mod stats;
 
+pub use btree::{BTreeOptions, PageOrganization};
 pub use elastic::{ElasticOptions, SeqTreeOptions};
 pub use error::{Error, ExternalError};
 pub use hybrid::HybridOptions;

@@ -7,6 +7,7 @@ use elastree::table::KeySource;
 use elastree::{ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
 use elastree_testkit::alloc::{allocated, assert_close, CountingAlloc};
+use elastree_testkit::model::prefix_pages;
 use elastree_testkit::time_limit;
 
 #[global_allocator]
@@ -139,6 +140,29 @@ fn btree_variable_unique_and_non_unique() {
                 b,
                 |k| format!("user{:x}@example.com", k >> 40).into_bytes(),
                 100_000,
+            );
+        }
+    }
+}
+
+/// The B+-tree in optimized pages: variable-length keys with a long shared prefix (file
+/// paths), unique and non-unique, in default and in the smallest pages.
+#[test]
+fn btree_prefix_pages() {
+    let _limit = time_limit();
+    for unique in [true, false] {
+        for tiny in [false, true] {
+            let b = move |b: IndexBuilder| prefix_pages(b.unique(unique), tiny);
+            check_kind(
+                if tiny {
+                    "prefix pages, tiny"
+                } else {
+                    "prefix pages"
+                },
+                IndexKind::BTree,
+                b,
+                |k| format!("/srv/data/tenant-{:03}/docs/{:x}.txt", k >> 58, k >> 36).into_bytes(),
+                50_000,
             );
         }
     }

@@ -1,10 +1,13 @@
 //! Model tests: long random operation sequences against `BTreeMap`, for every index kind,
 //! unique and non-unique, over fixed 8- and 16-byte keys and variable-length keys, with tiny
-//! nodes (constant splits and merges) and with the default node sizes.
+//! nodes (constant splits and merges) and with the default node sizes; the B+-tree also in
+//! optimized pages.
 
 use elastree::elastic::ElasticStats;
 use elastree::{IndexBuilder, IndexKind};
-use elastree_testkit::model::{builder, run_model_merging, tiny, Built, Keys, Registry};
+use elastree_testkit::model::{
+    as_is, builder, prefix_pages, run_model_merging, tiny, Built, Keys, Registry, Shape,
+};
 use elastree_testkit::time_limit;
 
 const KEY_SETS: &[Keys] = &[
@@ -12,6 +15,7 @@ const KEY_SETS: &[Keys] = &[
     Keys::Sequential64,
     Keys::Small128 { space: 600 },
     Keys::Var { max: 40 },
+    Keys::Prefixed { max: 40 },
 ];
 
 /// The elastic budget of tests with default node sizes: below what their keys need in a
@@ -74,10 +78,10 @@ struct Run {
 }
 
 /// The model test with tiny nodes on every key set for one kind.
-fn tiny_nodes(kind: IndexKind, unique: bool, seed: u64) {
+fn tiny_nodes(kind: IndexKind, shape: Shape, unique: bool, seed: u64) {
     for (i, &keys) in KEY_SETS.iter().enumerate() {
         let registry = Registry::new();
-        let builder = tiny(kind, &registry, unique, keys, 40);
+        let builder = shape(tiny(kind, &registry, unique, keys, 40), true);
         let run = Run {
             keys,
             ops: 40_000,
@@ -90,7 +94,7 @@ fn tiny_nodes(kind: IndexKind, unique: bool, seed: u64) {
 }
 
 /// The model test with the default node sizes over larger key spaces for one kind.
-fn default_nodes(kind: IndexKind) {
+fn default_nodes(kind: IndexKind, shape: Shape) {
     for (i, keys) in [Keys::Small64 { space: 50_000 }, Keys::Var { max: 1024 }]
         .into_iter()
         .enumerate()
@@ -100,6 +104,7 @@ fn default_nodes(kind: IndexKind) {
             let builder = builder(kind, &registry, DEFAULT_NODES_BUDGET)
                 .unique(unique)
                 .key_len(keys.key_len());
+            let builder = shape(builder, false);
             let run = Run {
                 keys,
                 ops: 60_000,
@@ -114,11 +119,12 @@ fn default_nodes(kind: IndexKind) {
 
 /// Keys at the 1 KiB default limit in small nodes: the heap, not the slot count, decides
 /// when a node is full.
-fn keys_up_to_the_limit(kind: IndexKind) {
+fn keys_up_to_the_limit(kind: IndexKind, shape: Shape) {
     let registry = Registry::new();
     let builder = builder(kind, &registry, DEFAULT_NODES_BUDGET)
         .leaf_capacity(8)
         .inner_capacity(8);
+    let builder = shape(builder, false);
     let run = Run {
         keys: Keys::Var { max: 1024 },
         ops: 20_000,
@@ -132,43 +138,44 @@ fn keys_up_to_the_limit(kind: IndexKind) {
 /// One test per kind, so that the harness spreads them over the cores and a failure names
 /// the kind. (The read-only `static` kind has its own model test in `tests/static_stage.rs`.)
 macro_rules! model_tests {
-    ($($name:ident: $kind:expr;)*) => {$(
+    ($($name:ident: $kind:expr, $shape:expr;)*) => {$(
         mod $name {
             use super::*;
 
             #[test]
             fn unique_tiny_nodes() {
                 let _limit = time_limit();
-                tiny_nodes($kind, true, 100);
+                tiny_nodes($kind, $shape, true, 100);
             }
 
             #[test]
             fn non_unique_tiny_nodes() {
                 let _limit = time_limit();
-                tiny_nodes($kind, false, 200);
+                tiny_nodes($kind, $shape, false, 200);
             }
 
             #[test]
             fn default_nodes_larger_key_space() {
                 let _limit = time_limit();
-                default_nodes($kind);
+                default_nodes($kind, $shape);
             }
 
             #[test]
             fn keys_up_to_the_limit() {
                 let _limit = time_limit();
-                super::keys_up_to_the_limit($kind);
+                super::keys_up_to_the_limit($kind, $shape);
             }
         }
     )*};
 }
 
 model_tests! {
-    btree: IndexKind::BTree;
-    elastic: IndexKind::Elastic;
-    seqtree: IndexKind::SeqTree;
-    hybrid: IndexKind::Hybrid;
-    hybrid_compressed: IndexKind::HybridCompressed;
+    btree: IndexKind::BTree, as_is;
+    btree_prefix_pages: IndexKind::BTree, prefix_pages;
+    elastic: IndexKind::Elastic, as_is;
+    seqtree: IndexKind::SeqTree, as_is;
+    hybrid: IndexKind::Hybrid, as_is;
+    hybrid_compressed: IndexKind::HybridCompressed, as_is;
 }
 
 /// Every kind that takes writes has its tests above.

@@ -13,8 +13,8 @@ use std::thread;
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
-    all_pairs_by, assert_same_pairs, builder, builder_levels, scaled, settled_memory, Built,
-    Registry,
+    all_pairs_by, as_is, assert_same_pairs, builder, builder_levels, prefix_pages, scaled,
+    settled_memory, Built, Registry, Shape,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -247,6 +247,11 @@ fn stress(built: &Built, registry: &Registry, enc: Enc, seed: u64, what: &str) {
 const STRESS_BUDGET: usize = 16 * 1024;
 
 fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
+    run_shaped(kind, as_is, unique, key_len, tiny, enc);
+}
+
+/// [`run`] with `shape` applied to the builder.
+fn run_shaped(kind: IndexKind, shape: Shape, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
     for seed in seeds() {
         let what = format!(
             "{kind} {} {enc:?} {} nodes, seed {seed}",
@@ -264,7 +269,7 @@ fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
         } else {
             b
         };
-        let built = Built::new(&b);
+        let built = Built::new(&shape(b, tiny));
         stress(&built, &registry, enc, seed, &what);
         if let Some(stats) = built.index().stats_as::<ElasticStats>() {
             // The race ran through conversions, not around them.
@@ -314,6 +319,23 @@ fn unique_variable_tiny_nodes() {
 fn non_unique_fixed8_tiny_nodes() {
     let _limit = time_limit();
     for_every_writable_kind(|kind| run(kind, false, KeyLen::Fixed(8), true, Enc::Fixed8));
+}
+
+/// The B+-tree in optimized pages, variable-length keys with shared prefixes, tiny and
+/// default pages, unique and non-unique.
+#[test]
+fn prefix_pages_variable_keys() {
+    let _limit = time_limit();
+    for (unique, tiny) in [(true, true), (false, true), (true, false)] {
+        run_shaped(
+            IndexKind::BTree,
+            prefix_pages,
+            unique,
+            KeyLen::Variable,
+            tiny,
+            Enc::Var,
+        );
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | fixed 8 bytes | `Sorted<u64>`: key as a big-endian integer | `Sorted<u128>`: (key, tid) as one integer |
 //! | fixed 16 bytes | `Sorted<u128>` | `Slotted` with a tid suffix |
-//! | variable | `Slotted` | `Slotted` with a tid suffix |
+//! | variable | `Slotted`, or `PageRepr` ([`PageOrganization::Prefix`]) | the same with a tid |
 //!
 //! A non-unique index stores each pair once, as the key `(key, tid)` of a unique tree whose
 //! value is the tid again; so a key's tids are adjacent and ascending, and `get_all` is a
@@ -16,7 +16,9 @@ use std::ops::Bound;
 use super::policy::LeafPolicy;
 use super::Tree;
 use crate::index::{Direction, Index, KeyLen};
+use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
+use crate::node::page::{PageConfig, PageRepr, MAX_PAGE_KEY_LEN};
 use crate::node::slotted::{Slotted, SlottedConfig, VarKey, VarProbe};
 use crate::node::sorted::{Sorted, SortedConfig, MAX_CAPACITY, MIN_CAPACITY};
 use crate::node::NodeRepr;
@@ -31,6 +33,130 @@ const SORTED_INNER_CAPACITY: usize = 128;
 /// Default capacities of slotted (variable-key) nodes, whose entries are larger.
 const SLOTTED_LEAF_CAPACITY: usize = 64;
 const SLOTTED_INNER_CAPACITY: usize = 64;
+
+/// Default capacities of optimized pages: their bytes bound them before their entry count
+/// does for all but the shortest keys.
+const PAGE_LEAF_CAPACITY: usize = 128;
+const PAGE_INNER_CAPACITY: usize = 128;
+/// Default bytes of an optimized page (leaf and inner).
+pub const DEFAULT_PAGE_BYTES: usize = 4096;
+/// The smallest and largest page an index accepts.
+pub const MIN_PAGE_BYTES: usize = 256;
+pub const MAX_PAGE_BYTES: usize = 64 * 1024;
+
+/// How the B+-tree lays out nodes of variable-length keys: the page organizations the
+/// Bw-tree paper compares (fixed 8- and 16-byte keys always use integer-compared nodes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PageOrganization {
+    /// Slotted nodes: an 8-byte head word per key compared as an integer, the rest of the
+    /// key in a heap of words.
+    #[default]
+    Base,
+    /// Optimized pages (`node::page`): the keys' common prefix factored out, a 4-byte mid-key
+    /// vector compared as integers, suffixes in a bin.
+    Prefix,
+}
+
+impl PageOrganization {
+    /// Every organization, in the order the paper lists them.
+    pub const ALL: &'static [PageOrganization] =
+        &[PageOrganization::Base, PageOrganization::Prefix];
+
+    /// The name used in options, reports and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageOrganization::Base => "base",
+            PageOrganization::Prefix => "prefix",
+        }
+    }
+}
+
+impl std::fmt::Display for PageOrganization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PageOrganization {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        PageOrganization::ALL
+            .iter()
+            .copied()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "unknown page organization {s:?} (known: base, prefix)"
+                ))
+            })
+    }
+}
+
+/// The B+-tree kind's own options: how it lays out nodes of variable-length keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BTreeOptions {
+    /// The node layout for variable-length keys.
+    pub pages: PageOrganization,
+    /// Bytes of a leaf page ([`PageOrganization::Prefix`] only; default
+    /// [`DEFAULT_PAGE_BYTES`]); a page always has room for two keys of the longest length.
+    pub leaf_page_bytes: usize,
+    /// Bytes of an inner page ([`PageOrganization::Prefix`] only).
+    pub inner_page_bytes: usize,
+}
+
+impl Default for BTreeOptions {
+    fn default() -> Self {
+        Self {
+            pages: PageOrganization::default(),
+            leaf_page_bytes: DEFAULT_PAGE_BYTES,
+            inner_page_bytes: DEFAULT_PAGE_BYTES,
+        }
+    }
+}
+
+impl BTreeOptions {
+    /// These options with page organization `pages`.
+    pub fn pages(self, pages: PageOrganization) -> Self {
+        Self { pages, ..self }
+    }
+
+    /// Checks the options against the shared ones.
+    fn validate(&self, options: &IndexOptions) -> Result<(), Error> {
+        if self.pages == PageOrganization::Base {
+            return Ok(());
+        }
+        for (what, bytes) in [
+            ("leaf", self.leaf_page_bytes),
+            ("inner", self.inner_page_bytes),
+        ] {
+            if !(MIN_PAGE_BYTES..=MAX_PAGE_BYTES).contains(&bytes) {
+                return Err(Error::InvalidConfig(format!(
+                    "{what} page bytes must be between {MIN_PAGE_BYTES} and {MAX_PAGE_BYTES}, \
+                     not {bytes}"
+                )));
+            }
+        }
+        if options.max_key_len > MAX_PAGE_KEY_LEN {
+            return Err(Error::InvalidConfig(format!(
+                "optimized pages hold keys of at most {MAX_PAGE_KEY_LEN} bytes, not {} (use \
+                 the base organization for longer keys)",
+                options.max_key_len
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl KindOptions for BTreeOptions {
+    fn kind(&self) -> IndexKind {
+        IndexKind::BTree
+    }
+
+    fn build(&self, options: &IndexOptions) -> Result<Box<dyn Index>, Error> {
+        Ok(Box::new(BTreeIndex::with_options(options, self)?))
+    }
+}
 
 /// A family of node representations, one per key form, that a [`TreeIndex`] is built
 /// from: the plain B+-tree's ([`Plain`]) or the elastic tree's ([`Elastic`]).
@@ -66,6 +192,10 @@ pub trait Family: Send + Sync + Sized + 'static {
     fn var_config(base: SlottedConfig, extra: &Self::Extra) -> <Self::Var as NodeRepr>::Config;
     /// Bytes held by `extra` outside the index object.
     fn extra_bytes(extra: &Self::Extra) -> usize;
+    /// The node layout for variable-length keys.
+    fn pages(_extra: &Self::Extra) -> Option<(PageOrganization, usize, usize)> {
+        None
+    }
     /// What the kind's own algorithm has done, for families that keep statistics.
     fn stats(_extra: &Self::Extra) -> Option<Box<dyn KindStats>> {
         None
@@ -79,25 +209,29 @@ impl Family for Plain {
     type U64 = Sorted<u64>;
     type U128 = Sorted<u128>;
     type Var = Slotted;
-    type Options = ();
-    type Extra = ();
+    type Options = BTreeOptions;
+    type Extra = BTreeOptions;
 
-    fn extra(_: &IndexOptions, _: &(), _: usize) -> Result<(), Error> {
-        Ok(())
+    fn extra(options: &IndexOptions, own: &BTreeOptions, _: usize) -> Result<BTreeOptions, Error> {
+        own.validate(options)?;
+        Ok(*own)
     }
-    fn kind(_: &()) -> IndexKind {
+    fn kind(_: &BTreeOptions) -> IndexKind {
         IndexKind::BTree
     }
-    fn u64_config(base: SortedConfig, _: &()) -> SortedConfig {
+    fn u64_config(base: SortedConfig, _: &BTreeOptions) -> SortedConfig {
         base
     }
-    fn u128_config(base: SortedConfig, _: &(), _: bool) -> SortedConfig {
+    fn u128_config(base: SortedConfig, _: &BTreeOptions, _: bool) -> SortedConfig {
         base
     }
-    fn var_config(base: SlottedConfig, _: &()) -> SlottedConfig {
+    fn var_config(base: SlottedConfig, _: &BTreeOptions) -> SlottedConfig {
         base
     }
-    fn extra_bytes(_: &()) -> usize {
+    fn pages(own: &BTreeOptions) -> Option<(PageOrganization, usize, usize)> {
+        Some((own.pages, own.leaf_page_bytes, own.inner_page_bytes))
+    }
+    fn extra_bytes(_: &BTreeOptions) -> usize {
         0
     }
 }
@@ -107,6 +241,23 @@ enum Trees<F: Family> {
     U64(Tree<F::U64>),
     U128(Tree<F::U128>),
     Var(Tree<F::Var>),
+    /// Variable-length keys in optimized pages ([`PageOrganization::Prefix`]).
+    Page(Tree<PageRepr>),
+}
+
+/// In a non-unique tree of variable-length keys, the first pair whose value is not its tid.
+fn tids_repeated<R>(tree: &Tree<R>) -> Option<String>
+where
+    R: for<'a> LeafPolicy<Probe<'a> = VarProbe<'a>, Owned = VarKey>,
+{
+    let mut bad = None;
+    let all = Bound::Unbounded;
+    tree.scan_ascending(all, all, usize::MAX, &mut |k, v| {
+        if k.tid != Some(v) && bad.is_none() {
+            bad = Some(format!("pair {k:?} holds value {v}"));
+        }
+    });
+    bad
 }
 
 /// The concurrent OLC B+-tree over the representations of family `F`, as an [`Index`].
@@ -198,7 +349,7 @@ fn scan_tree<R: LeafPolicy>(
 impl BTreeIndex {
     /// An empty B+-tree with these options.
     pub fn new(options: &IndexOptions) -> Result<Self, Error> {
-        Self::with_options(options, &())
+        Self::with_options(options, &BTreeOptions::default())
     }
 }
 
@@ -242,7 +393,23 @@ impl<F: Family> TreeIndex<F> {
             (KeyLen::Fixed(16), true) => {
                 Trees::U128(Tree::new(F::u128_config(sorted()?, &extra, false)))
             }
-            (_, unique) => Trees::Var(Tree::new(F::var_config(slotted(!unique)?, &extra))),
+            (_, unique) => match F::pages(&extra) {
+                Some((PageOrganization::Prefix, leaf_bytes, inner_bytes)) => {
+                    Trees::Page(Tree::new(PageConfig {
+                        leaf_capacity: capacity(options.leaf_capacity, PAGE_LEAF_CAPACITY, "leaf")?,
+                        inner_capacity: capacity(
+                            options.inner_capacity,
+                            PAGE_INNER_CAPACITY,
+                            "inner",
+                        )?,
+                        leaf_bytes,
+                        inner_bytes,
+                        max_key_len: options.max_key_len,
+                        with_tid: !unique,
+                    }))
+                }
+                _ => Trees::Var(Tree::new(F::var_config(slotted(!unique)?, &extra))),
+            },
         };
         Ok(Self {
             unique: options.unique,
@@ -296,38 +463,53 @@ impl<F: Family> TreeIndex<F> {
                     visit(&((k >> 64) as u64).to_be_bytes(), v)
                 })
             }
-            Trees::Var(tree) => {
-                let fitted = |bound: Bound<&[u8]>, lower: bool, width: usize| {
-                    let mut key = vec![0u8; width];
-                    match fit_bound(bound, lower, &mut key) {
-                        None => Bound::Unbounded,
-                        Some(true) => Bound::Included(key),
-                        Some(false) => Bound::Excluded(key),
-                    }
-                };
-                let (lower, upper) = match self.key_len {
-                    KeyLen::Fixed(w) => (fitted(lower, true, w), fitted(upper, false, w)),
-                    KeyLen::Variable => (
-                        map_bound(lower, <[u8]>::to_vec),
-                        map_bound(upper, <[u8]>::to_vec),
-                    ),
-                };
-                let to_key = |bytes: Vec<u8>| VarKey { bytes, tid: None };
-                let mut lo = map_bound(lower, to_key);
-                let mut hi = map_bound(upper, to_key);
-                if !unique {
-                    let pair = |k: VarKey, tid: u64| VarKey {
-                        bytes: k.bytes,
-                        tid: Some(tid),
-                    };
-                    lo = pair_bound(lo, true, pair);
-                    hi = pair_bound(hi, false, pair);
-                }
-                scan_tree(tree, lo, hi, direction, limit, &mut |k, v| {
-                    visit(&k.bytes, v)
-                })
-            }
+            Trees::Var(tree) => self.scan_var(tree, (lower, upper), direction, limit, visit),
+            Trees::Page(tree) => self.scan_var(tree, (lower, upper), direction, limit, visit),
         }
+    }
+
+    /// [`Self::scan_pairs`] over a tree of variable-length keys, whichever node form it uses.
+    fn scan_var<R>(
+        &self,
+        tree: &Tree<R>,
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> usize
+    where
+        R: for<'a> LeafPolicy<Probe<'a> = VarProbe<'a>, Owned = VarKey>,
+    {
+        let unique = self.unique;
+        let fitted = |bound: Bound<&[u8]>, lower: bool, width: usize| {
+            let mut key = vec![0u8; width];
+            match fit_bound(bound, lower, &mut key) {
+                None => Bound::Unbounded,
+                Some(true) => Bound::Included(key),
+                Some(false) => Bound::Excluded(key),
+            }
+        };
+        let (lower, upper) = match self.key_len {
+            KeyLen::Fixed(w) => (fitted(lower, true, w), fitted(upper, false, w)),
+            KeyLen::Variable => (
+                map_bound(lower, <[u8]>::to_vec),
+                map_bound(upper, <[u8]>::to_vec),
+            ),
+        };
+        let to_key = |bytes: Vec<u8>| VarKey { bytes, tid: None };
+        let mut lo = map_bound(lower, to_key);
+        let mut hi = map_bound(upper, to_key);
+        if !unique {
+            let pair = |k: VarKey, tid: u64| VarKey {
+                bytes: k.bytes,
+                tid: Some(tid),
+            };
+            lo = pair_bound(lo, true, pair);
+            hi = pair_bound(hi, false, pair);
+        }
+        scan_tree(tree, lo, hi, direction, limit, &mut |k, v| {
+            visit(&k.bytes, v)
+        })
     }
 }
 
@@ -352,6 +534,8 @@ impl<F: Family> Index for TreeIndex<F> {
             (Trees::U128(tree), false) => tree.insert_if_absent(Self::pair128(key, tid), tid),
             (Trees::Var(tree), true) => tree.insert(VarProbe::new(key, None), tid),
             (Trees::Var(tree), false) => tree.insert_if_absent(VarProbe::new(key, Some(tid)), tid),
+            (Trees::Page(tree), true) => tree.insert(VarProbe::new(key, None), tid),
+            (Trees::Page(tree), false) => tree.insert_if_absent(VarProbe::new(key, Some(tid)), tid),
         })
     }
 
@@ -361,6 +545,7 @@ impl<F: Family> Index for TreeIndex<F> {
             (Trees::U64(tree), _) => tree.get(u64::from_be_bytes(fixed(key))),
             (Trees::U128(tree), true) => tree.get(u128::from_be_bytes(fixed(key))),
             (Trees::Var(tree), true) => tree.get(VarProbe::new(key, None)),
+            (Trees::Page(tree), true) => tree.get(VarProbe::new(key, None)),
             (_, false) => {
                 let mut first = None;
                 let bound = Bound::Included(key);
@@ -395,6 +580,7 @@ impl<F: Family> Index for TreeIndex<F> {
             (Trees::U64(tree), _) => tree.remove(u64::from_be_bytes(fixed(key))),
             (Trees::U128(tree), true) => tree.remove(u128::from_be_bytes(fixed(key))),
             (Trees::Var(tree), true) => tree.remove(VarProbe::new(key, None)),
+            (Trees::Page(tree), true) => tree.remove(VarProbe::new(key, None)),
             (_, false) => {
                 return Err(Error::Unsupported {
                     operation: "remove(key)",
@@ -413,6 +599,8 @@ impl<F: Family> Index for TreeIndex<F> {
             (Trees::U128(tree), false) => tree.remove(Self::pair128(key, tid)),
             (Trees::Var(tree), true) => tree.remove_if(VarProbe::new(key, None), matches),
             (Trees::Var(tree), false) => tree.remove(VarProbe::new(key, Some(tid))),
+            (Trees::Page(tree), true) => tree.remove_if(VarProbe::new(key, None), matches),
+            (Trees::Page(tree), false) => tree.remove(VarProbe::new(key, Some(tid))),
         }
         .is_some())
     }
@@ -433,6 +621,7 @@ impl<F: Family> Index for TreeIndex<F> {
             Trees::U64(tree) => tree.len(),
             Trees::U128(tree) => tree.len(),
             Trees::Var(tree) => tree.len(),
+            Trees::Page(tree) => tree.len(),
         }
     }
 
@@ -441,6 +630,7 @@ impl<F: Family> Index for TreeIndex<F> {
             Trees::U64(tree) => tree.memory(),
             Trees::U128(tree) => tree.memory(),
             Trees::Var(tree) => tree.memory(),
+            Trees::Page(tree) => tree.memory(),
         };
         MemoryUsage {
             // The index object (boxed by the builder) holds the tree and its counters inline.
@@ -458,6 +648,7 @@ impl<F: Family> Index for TreeIndex<F> {
             Trees::U64(tree) => tree.check(),
             Trees::U128(tree) => tree.check(),
             Trees::Var(tree) => tree.check(),
+            Trees::Page(tree) => tree.check(),
         };
         structure.map_err(Error::Corrupt)?;
         if !self.unique {
@@ -472,14 +663,8 @@ impl<F: Family> Index for TreeIndex<F> {
                         }
                     });
                 }
-                Trees::Var(tree) => {
-                    let all = Bound::Unbounded;
-                    tree.scan_ascending(all, all, usize::MAX, &mut |k, v| {
-                        if k.tid != Some(v) && bad.is_none() {
-                            bad = Some(format!("pair {k:?} holds value {v}"));
-                        }
-                    });
-                }
+                Trees::Var(tree) => bad = tids_repeated(tree),
+                Trees::Page(tree) => bad = tids_repeated(tree),
                 Trees::U64(_) => {}
             }
             if let Some(what) = bad {

@@ -43,7 +43,10 @@ use crate::node::NodeHeader;
 use crate::sync::{Optimistic, Restart};
 
 pub use elastic::{Elastic, ElasticExtra, ElasticForm, ElasticIndex, SEQTREE_LEAF_CAPACITY};
-pub use index::{BTreeIndex, Family, Plain, TreeIndex};
+pub use index::{
+    BTreeIndex, BTreeOptions, Family, PageOrganization, Plain, TreeIndex, DEFAULT_PAGE_BYTES,
+    MIN_PAGE_BYTES,
+};
 pub use policy::{LeafPolicy, Overflow, Replacement, Underflow};
 
 /// Byte counts of a tree's nodes, shared with the epoch collector's deferred frees.

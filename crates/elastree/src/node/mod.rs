@@ -29,10 +29,12 @@
 
 pub mod blind;
 pub mod mixed;
+pub mod page;
 pub mod seqtree;
 pub mod slotted;
 pub mod sorted;
 
+use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::cmp::Ordering as CmpOrdering;
 use std::fmt::Debug;
 use std::ptr::NonNull;
@@ -110,6 +112,32 @@ impl NodeHeader {
     pub fn set_link(&self, node: *mut NodeHeader) {
         self.link.store(node, Ordering::Release);
     }
+}
+
+/// Allocates a zeroed node of `layout` at `level` and writes its header; returns it and its
+/// size. Every representation allocates its nodes here: a zeroed node is a valid empty node
+/// of each of them (its fields are atomics, for which zero is a valid bit pattern).
+pub(crate) fn alloc_zeroed_node(layout: Layout, level: u16) -> (NonNull<NodeHeader>, usize) {
+    // SAFETY: every node layout has a non-zero size (at least the header).
+    let ptr = unsafe { alloc_zeroed(layout) } as *mut NodeHeader;
+    let Some(node) = NonNull::new(ptr) else {
+        handle_alloc_error(layout)
+    };
+    // SAFETY: freshly allocated, aligned (node layouts are 8-aligned) and large enough for
+    // the header.
+    unsafe { node.as_ptr().write(NodeHeader::new(level)) };
+    (node, layout.size())
+}
+
+/// Frees a node allocated by [`alloc_zeroed_node`]; returns its size.
+///
+/// # Safety
+///
+/// `node` came from [`alloc_zeroed_node`] with this `layout`, and no reference to it remains.
+pub(crate) unsafe fn free_node(node: NonNull<NodeHeader>, layout: Layout) -> usize {
+    // SAFETY: the caller's guarantee.
+    unsafe { dealloc(node.as_ptr() as *mut u8, layout) };
+    layout.size()
 }
 
 /// Asks the CPU to start loading `bytes` bytes at `data` into cache, one request per

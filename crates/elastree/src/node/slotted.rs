@@ -25,7 +25,7 @@
 //! `heap_live` is the sum of the live slots' heap words. Removing a slot leaves its heap
 //! words dead until an insert that lacks contiguous room compacts the heap.
 
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::alloc::Layout;
 use std::cmp::Ordering as CmpOrdering;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -345,24 +345,13 @@ unsafe impl NodeRepr for Slotted {
     }
 
     fn alloc(config: &SlottedConfig, level: u16) -> (NonNull<NodeHeader>, usize) {
-        let layout = config.layout(level);
-        // SAFETY: non-zero size; zeroed words are valid atomics; the header is written next.
-        let ptr = unsafe { alloc_zeroed(layout) } as *mut NodeHeader;
-        let Some(node) = NonNull::new(ptr) else {
-            handle_alloc_error(layout)
-        };
-        // SAFETY: freshly allocated, aligned and large enough for the header.
-        unsafe { node.as_ptr().write(NodeHeader::new(level)) };
-        (node, layout.size())
+        super::alloc_zeroed_node(config.layout(level), level)
     }
 
     unsafe fn free(config: &SlottedConfig, node: NonNull<NodeHeader>) -> usize {
-        // SAFETY: the caller guarantees exclusive access to a node from `alloc`.
-        let level = unsafe { node.as_ref() }.level();
-        let layout = config.layout(level);
-        // SAFETY: allocated by `alloc` with this layout.
-        unsafe { dealloc(node.as_ptr() as *mut u8, layout) };
-        layout.size()
+        // SAFETY: the caller guarantees exclusive access to a node from `alloc`, which used
+        // this layout (the level never changes).
+        unsafe { super::free_node(node, config.layout(node.as_ref().level())) }
     }
 
     #[inline]

@@ -21,7 +21,7 @@
 //! the big-endian integer of its bytes, so integer order equals byte order and the 8- and
 //! 16-byte fast paths compare with one or two integer comparisons.
 
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::alloc::Layout;
 use std::cmp::Ordering as CmpOrdering;
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -189,25 +189,13 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
     }
 
     fn alloc(config: &SortedConfig, level: u16) -> (NonNull<NodeHeader>, usize) {
-        let layout = Self::layout(config.capacity(level));
-        // SAFETY: the layout has non-zero size. Zeroed memory is a valid bit pattern for the
-        // atomics that follow the header; the header is written right after.
-        let ptr = unsafe { alloc_zeroed(layout) } as *mut NodeHeader;
-        let Some(node) = NonNull::new(ptr) else {
-            handle_alloc_error(layout)
-        };
-        // SAFETY: freshly allocated, properly aligned and sized for a header.
-        unsafe { node.as_ptr().write(NodeHeader::new(level)) };
-        (node, layout.size())
+        super::alloc_zeroed_node(Self::layout(config.capacity(level)), level)
     }
 
     unsafe fn free(config: &SortedConfig, node: NonNull<NodeHeader>) -> usize {
-        // SAFETY: the caller guarantees exclusive access to a node from `alloc`.
-        let level = unsafe { node.as_ref() }.level();
-        let layout = Self::layout(config.capacity(level));
-        // SAFETY: allocated by `alloc` with exactly this layout (capacity by level).
-        unsafe { dealloc(node.as_ptr() as *mut u8, layout) };
-        layout.size()
+        // SAFETY: the caller guarantees exclusive access to a node from `alloc`, which used
+        // this layout (capacity by level; the level never changes).
+        unsafe { super::free_node(node, Self::layout(config.capacity(node.as_ref().level()))) }
     }
 
     #[inline]
