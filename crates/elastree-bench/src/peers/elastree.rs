@@ -5,7 +5,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use elastree::{
-    Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats, SeqTreeOptions,
+    BTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats,
+    PageOrganization, SeqTreeOptions,
 };
 use elastree_dist::{DistClient, DistKind};
 
@@ -94,6 +95,15 @@ impl SeqTreeTuning {
     }
 }
 
+/// The key length elastree indexes for keys of `width` are built with.
+pub fn key_len_of(width: KeyWidth) -> KeyLen {
+    match width {
+        KeyWidth::Fixed8 => KeyLen::Fixed(8),
+        KeyWidth::Fixed16 => KeyLen::Fixed(16),
+        KeyWidth::Variable => KeyLen::Variable,
+    }
+}
+
 /// An elastree index kind through its public [`Index`] trait. 8-byte key sets are stored as
 /// big-endian bytes in an index built with [`KeyLen::Fixed`]`(8)`, 16-byte ones in an index
 /// built with [`KeyLen::Fixed`]`(16)`, all others with [`KeyLen::Variable`]. The distributed
@@ -154,11 +164,7 @@ impl Elastree {
         tuning: SeqTreeTuning,
     ) -> Result<Self, String> {
         let width = keys.width();
-        let key_len = match width {
-            KeyWidth::Fixed8 => KeyLen::Fixed(8),
-            KeyWidth::Fixed16 => KeyLen::Fixed(16),
-            KeyWidth::Variable => KeyLen::Variable,
-        };
+        let key_len = key_len_of(width);
         let table = || Arc::new(keys.clone());
         let builder = match kind {
             IndexKind::Elastic => {
@@ -189,6 +195,31 @@ impl Elastree {
             index: Held::Local(index),
             name: kind.name(),
             width,
+            builder: Some(builder),
+        })
+    }
+
+    /// The name of the B+-tree in page organization `pages` (`btree-base`, `btree-prefix`).
+    pub fn pages_name(pages: PageOrganization) -> &'static str {
+        match pages {
+            PageOrganization::Base => "btree-base",
+            PageOrganization::Prefix => "btree-prefix",
+        }
+    }
+
+    /// A unique B+-tree in page organization `pages` for the keys of `keys` (fixed 8- and
+    /// 16-byte keys keep their integer-compared nodes whatever the organization).
+    pub fn with_pages(pages: PageOrganization, keys: &KeySet) -> Result<Self, String> {
+        let builder = IndexBuilder::new(BTreeOptions::default().pages(pages))
+            .key_len(key_len_of(keys.width()));
+        let name = Self::pages_name(pages);
+        let index = builder
+            .build()
+            .map_err(|e| format!("building elastree {name}: {e}"))?;
+        Ok(Self {
+            index: Held::Local(index),
+            name,
+            width: keys.width(),
             builder: Some(builder),
         })
     }

@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use std::any::Any;
 
-use ::elastree::{IndexKind, KindStats};
+use ::elastree::{IndexKind, KindStats, PageOrganization};
 use elastree_dist::{DistKind, DistOptions};
 
 use crate::cluster;
@@ -64,7 +64,7 @@ pub use self::blart::{ArtKey, Blart, PrefixFree};
 pub use self::bplustree::BPlus;
 pub use self::btreemap::StdBTreeMap;
 pub use self::congee::Art;
-pub use self::elastree::{parse_bytes, Budget, Elastree, SeqTreeTuning};
+pub use self::elastree::{key_len_of, parse_bytes, Budget, Elastree, SeqTreeTuning};
 pub use self::ferntree::Fern;
 pub use self::masstree::Mass;
 pub use self::scc::SccTree;
@@ -208,6 +208,9 @@ impl Peer {
 pub enum IndexSpec {
     /// An elastree index kind.
     Elastree(IndexKind),
+    /// elastree's B+-tree in a page organization other than its default one
+    /// (`btree-base`, `btree-prefix`).
+    Pages(PageOrganization),
     /// A distributed index kind (`elastree-dist`), on a Redis Cluster.
     Dist(DistKind),
     /// A peer index.
@@ -215,11 +218,17 @@ pub enum IndexSpec {
 }
 
 impl IndexSpec {
-    /// Every index the benchmark knows: elastree's kinds, then the peers.
+    /// Every index the benchmark knows: elastree's kinds, the B+-tree's other page
+    /// organizations, then the peers.
     pub fn all() -> Vec<IndexSpec> {
+        let pages = PageOrganization::ALL
+            .iter()
+            .filter(|&&o| o != PageOrganization::default())
+            .map(|&o| IndexSpec::Pages(o));
         IndexKind::ALL
             .iter()
             .map(|&k| IndexSpec::Elastree(k))
+            .chain(pages)
             .chain(Peer::ALL.iter().map(|&p| IndexSpec::Peer(p)))
             .collect()
     }
@@ -228,6 +237,7 @@ impl IndexSpec {
     pub fn name(self) -> &'static str {
         match self {
             IndexSpec::Elastree(kind) => kind.name(),
+            IndexSpec::Pages(pages) => Elastree::pages_name(pages),
             IndexSpec::Dist(kind) => kind.name(),
             IndexSpec::Peer(peer) => peer.name(),
         }
@@ -288,6 +298,7 @@ impl IndexSpec {
             (IndexSpec::Elastree(kind), _) => {
                 Box::new(Elastree::with_tuning(kind, keys, budget, tuning)?)
             }
+            (IndexSpec::Pages(pages), _) => Box::new(Elastree::with_pages(pages, keys)?),
             (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Fixed8) => {
                 Box::new(StdBTreeMap::<u64>::new())
             }

@@ -395,18 +395,13 @@ impl<F: Family> TreeIndex<F> {
             }
             (_, unique) => match F::pages(&extra) {
                 Some((PageOrganization::Prefix, leaf_bytes, inner_bytes)) => {
-                    Trees::Page(Tree::new(PageConfig {
-                        leaf_capacity: capacity(options.leaf_capacity, PAGE_LEAF_CAPACITY, "leaf")?,
-                        inner_capacity: capacity(
-                            options.inner_capacity,
-                            PAGE_INNER_CAPACITY,
-                            "inner",
-                        )?,
-                        leaf_bytes,
-                        inner_bytes,
-                        max_key_len: options.max_key_len,
-                        with_tid: !unique,
-                    }))
+                    let capacities = (
+                        capacity(options.leaf_capacity, PAGE_LEAF_CAPACITY, "leaf")?,
+                        capacity(options.inner_capacity, PAGE_INNER_CAPACITY, "inner")?,
+                    );
+                    let bytes = (leaf_bytes, inner_bytes);
+                    let config = PageConfig::new(capacities, bytes, options.max_key_len, !unique);
+                    Trees::Page(Tree::new(config))
                 }
                 _ => Trees::Var(Tree::new(F::var_config(slotted(!unique)?, &extra))),
             },

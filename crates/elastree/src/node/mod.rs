@@ -28,6 +28,7 @@
 //! write lock.
 
 pub mod blind;
+mod bytes;
 pub mod mixed;
 pub mod page;
 pub mod seqtree;

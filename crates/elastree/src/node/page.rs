@@ -54,8 +54,9 @@
 use std::alloc::Layout;
 use std::cmp::Ordering as CmpOrdering;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use super::bytes::{words_for, WordBytes};
 use super::slotted::{VarKey, VarProbe};
 use super::{NodeHeader, NodeRepr, SearchResult};
 
@@ -71,64 +72,77 @@ pub const MAX_BIN_BYTES: usize = u16::MAX as usize;
 /// The longest key a page tree accepts: a bin must hold two of the longest keys.
 pub const MAX_PAGE_KEY_LEN: usize = 16 * 1024;
 
-/// Settings of the pages of one tree.
+/// Settings of the pages of one tree, and the geometry of its leaf and inner pages derived
+/// from them once (a search reads it on every node).
 #[derive(Debug, Clone, Copy)]
 pub struct PageConfig {
-    /// Most entries in a leaf.
-    pub leaf_capacity: usize,
-    /// Most separators in an inner node.
-    pub inner_capacity: usize,
-    /// Bytes of a leaf page (the bin gets what the vectors leave).
-    pub leaf_bytes: usize,
-    /// Bytes of an inner page.
-    pub inner_bytes: usize,
     /// The longest key, in bytes (at most [`MAX_PAGE_KEY_LEN`]).
     pub max_key_len: usize,
     /// Whether every key carries a tid (non-unique trees), compared after the key.
     pub with_tid: bool,
+    /// Leaf pages (index 0) and inner pages (index 1).
+    geometry: [Geometry; 2],
+}
+
+/// The geometry of a page: how many entries, how large a bin, how many bytes in all.
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    cap: usize,
+    bin_bytes: usize,
+    layout: Layout,
 }
 
 impl PageConfig {
-    /// Bytes of a page at `level`.
-    fn page_bytes(&self, level: u16) -> usize {
-        if level == 0 {
-            self.leaf_bytes
-        } else {
-            self.inner_bytes
+    /// Pages of `leaf_bytes` and `inner_bytes` bytes holding at most `leaf_capacity` and
+    /// `inner_capacity` entries. The vectors take at most half of a page (at least 4
+    /// entries); the bin gets the rest, but at least two of the longest keys (so that any
+    /// split makes progress) and at most [`MAX_BIN_BYTES`].
+    pub fn new(
+        (leaf_capacity, inner_capacity): (usize, usize),
+        (leaf_bytes, inner_bytes): (usize, usize),
+        max_key_len: usize,
+        with_tid: bool,
+    ) -> Self {
+        let slot = 16 + if with_tid { 8 } else { 0 };
+        let geometry = |configured: usize, page: usize| {
+            let half = page.saturating_sub(FIXED_BYTES) / (2 * slot);
+            let cap = configured.min(half.max(4));
+            let vectors = FIXED_BYTES + cap * slot;
+            let bin_bytes = page
+                .saturating_sub(vectors)
+                .max(2 * max_key_len + 8)
+                .min(MAX_BIN_BYTES);
+            let bytes = vectors + 8 * words_for(bin_bytes);
+            let layout = Layout::from_size_align(bytes, 8).expect("page layout");
+            Geometry {
+                cap,
+                bin_bytes,
+                layout,
+            }
+        };
+        Self {
+            max_key_len,
+            with_tid,
+            geometry: [
+                geometry(leaf_capacity, leaf_bytes),
+                geometry(inner_capacity, inner_bytes),
+            ],
         }
     }
 
-    /// Entries of a page at `level`: the configured capacity, but the vectors take at most
-    /// half of the page (at least 4 entries).
+    #[inline]
+    fn geometry(&self, level: u16) -> &Geometry {
+        &self.geometry[usize::from(level > 0)]
+    }
+
+    /// Entries of a page at `level`.
+    #[inline]
     fn capacity(&self, level: u16) -> usize {
-        let configured = if level == 0 {
-            self.leaf_capacity
-        } else {
-            self.inner_capacity
-        };
-        let half = self.page_bytes(level).saturating_sub(FIXED_BYTES) / (2 * self.slot_bytes());
-        configured.min(half.max(4))
-    }
-
-    /// Bytes of an entry's vectors (mid-key, suffix location, value, tid).
-    fn slot_bytes(&self) -> usize {
-        16 + if self.with_tid { 8 } else { 0 }
-    }
-
-    /// The bin of a page at `level`: what the page size leaves after the vectors, but at
-    /// least two of the longest keys (so that any split makes progress) and at most
-    /// [`MAX_BIN_BYTES`].
-    fn bin_bytes(&self, level: u16) -> usize {
-        let page = self.page_bytes(level);
-        let vectors = FIXED_BYTES + self.capacity(level) * self.slot_bytes();
-        page.saturating_sub(vectors)
-            .max(2 * self.max_key_len + 8)
-            .min(MAX_BIN_BYTES)
+        self.geometry(level).cap
     }
 
     fn layout(&self, level: u16) -> Layout {
-        let bytes = FIXED_BYTES + self.capacity(level) * self.slot_bytes() + self.bin_bytes(level);
-        Layout::from_size_align(bytes.next_multiple_of(8), 8).expect("page layout")
+        self.geometry(level).layout
     }
 }
 
@@ -191,11 +205,53 @@ impl Meta {
     }
 }
 
-/// One entry written into a page by a rebuild.
+/// One entry of [`Entries`]: where its key is, its tid (non-unique trees) and its value.
 struct Entry {
-    key: Vec<u8>,
+    start: usize,
+    len: usize,
     tid: Option<u64>,
     value: u64,
+}
+
+/// Entries copied out of pages, their keys in one buffer: what a rebuild writes back.
+#[derive(Default)]
+struct Entries {
+    bytes: Vec<u8>,
+    items: Vec<Entry>,
+}
+
+impl Entries {
+    fn key(&self, i: usize) -> &[u8] {
+        let e = &self.items[i];
+        &self.bytes[e.start..e.start + e.len]
+    }
+
+    fn push(&mut self, key: &[u8], tid: Option<u64>, value: u64) {
+        self.items.push(Entry {
+            start: self.bytes.len(),
+            len: key.len(),
+            tid,
+            value,
+        });
+        self.bytes.extend_from_slice(key);
+    }
+
+    /// Bin bytes the entries (sorted) take in one page: the longest prefix they share and
+    /// every suffix.
+    fn bin_bytes(&self) -> usize {
+        let count = self.items.len();
+        if count == 0 {
+            return 0;
+        }
+        let prefix = common_prefix(self.key(0), self.key(count - 1));
+        let suffixes: usize = (0..count)
+            .map(|i| {
+                let rest = &self.key(i)[prefix..];
+                rest.len() - encode(rest).1
+            })
+            .sum();
+        prefix + suffixes
+    }
 }
 
 /// The optimized page representation.
@@ -210,20 +266,22 @@ struct Page<'n> {
     suffixes: &'n [AtomicU32],
     values: &'n [AtomicU64],
     tids: &'n [AtomicU64],
-    bin: &'n [AtomicU8],
+    bin: WordBytes<'n>,
+    /// Bytes of the bin.
+    bin_len: usize,
 }
 
 impl<'n> Page<'n> {
     #[inline]
     fn of(node: &'n NodeHeader, config: &PageConfig) -> Self {
-        let level = node.level();
-        let cap = config.capacity(level);
+        let geometry = config.geometry(node.level());
+        let cap = geometry.cap;
         let tids = if config.with_tid { cap } else { 0 };
-        let bin = config.bin_bytes(level);
+        let bin_words = words_for(geometry.bin_bytes);
         // SAFETY: `node` was allocated by `PageRepr::alloc` with `config.layout(level)`: the
         // header, the meta word, `cap` u32 mid-keys, `cap` u32 suffix locations, `cap` (plus
-        // `tids`) u64 values and `bin` bytes, in that order, 8-byte aligned where a u64 is
-        // (32 + 8 * cap is a multiple of 8), within the layout's size. Every field is used
+        // `tids`) u64 values and the bin's words, in that order, each 8-byte aligned where a
+        // u64 is (32 + 8 * cap is a multiple of 8), within the layout's size. Every field is used
         // only through atomics, so shared references are sound under concurrent access.
         unsafe {
             let base = node as *const NodeHeader as *const u8;
@@ -239,7 +297,11 @@ impl<'n> Page<'n> {
                 suffixes: std::slice::from_raw_parts(suffixes as *const AtomicU32, cap),
                 values: std::slice::from_raw_parts(values as *const AtomicU64, cap),
                 tids: std::slice::from_raw_parts(tid_base as *const AtomicU64, tids),
-                bin: std::slice::from_raw_parts(bin_base as *const AtomicU8, bin),
+                bin_len: geometry.bin_bytes,
+                bin: WordBytes::new(std::slice::from_raw_parts(
+                    bin_base as *const AtomicU64,
+                    bin_words,
+                )),
             }
         }
     }
@@ -268,14 +330,6 @@ impl<'n> Page<'n> {
         self.mids[i.min(self.cap() - 1)].load(Ordering::Relaxed)
     }
 
-    /// The bytes `offset .. offset + len` of the bin, clamped to it.
-    #[inline]
-    fn bin_range(&self, offset: usize, len: usize) -> &'n [AtomicU8] {
-        let start = offset.min(self.bin.len());
-        let end = (start + len).min(self.bin.len());
-        &self.bin[start..end]
-    }
-
     /// Suffix location of entry `i`: (offset, length).
     #[inline]
     fn suffix_at(&self, i: usize) -> (usize, usize) {
@@ -283,15 +337,25 @@ impl<'n> Page<'n> {
         ((word >> 16) as usize, (word & 0xffff) as usize)
     }
 
+    /// Whether `key` starts with the prefix of `meta`, or how it compares with every key
+    /// that does: `Less` if it sorts before them all, `Greater` if after.
     #[inline]
-    fn suffix(&self, i: usize) -> &'n [AtomicU8] {
-        let (offset, len) = self.suffix_at(i);
-        self.bin_range(offset, len)
+    fn against_prefix(&self, meta: Meta, key: &[u8]) -> CmpOrdering {
+        let n = meta.prefix_len.min(key.len());
+        match self.bin.compare(meta.prefix_offset, n, &key[..n]) {
+            // The prefix sorts before the key: so does every key on the page.
+            CmpOrdering::Less => CmpOrdering::Greater,
+            CmpOrdering::Greater => CmpOrdering::Less,
+            // The key is a proper prefix of the page prefix: it sorts first.
+            CmpOrdering::Equal if key.len() < meta.prefix_len => CmpOrdering::Less,
+            CmpOrdering::Equal => CmpOrdering::Equal,
+        }
     }
 
+    /// How many bytes of the prefix of `meta` start `key` too.
     #[inline]
-    fn prefix(&self, meta: Meta) -> &'n [AtomicU8] {
-        self.bin_range(meta.prefix_offset, meta.prefix_len)
+    fn shared_prefix(&self, meta: Meta, key: &[u8]) -> usize {
+        self.bin.shared(meta.prefix_offset, meta.prefix_len, key)
     }
 
     #[inline]
@@ -301,23 +365,12 @@ impl<'n> Page<'n> {
             .map_or(0, |t| t.load(Ordering::Relaxed))
     }
 
-    /// Compares stored bytes with `probe` as byte strings.
-    #[inline]
-    fn compare_bytes(stored: &[AtomicU8], probe: &[u8]) -> CmpOrdering {
-        for (s, &p) in stored.iter().zip(probe) {
-            match s.load(Ordering::Relaxed).cmp(&p) {
-                CmpOrdering::Equal => {}
-                other => return other,
-            }
-        }
-        stored.len().cmp(&probe.len())
-    }
-
     /// Compares entry `i` with a probe whose mid-key equals the entry's: by suffix, then
     /// (non-unique trees) by tid.
     #[inline]
     fn compare_tail(&self, i: usize, suffix: &[u8], tid: Option<u64>) -> CmpOrdering {
-        match Self::compare_bytes(self.suffix(i), suffix) {
+        let (offset, len) = self.suffix_at(i);
+        match self.bin.compare(offset, len, suffix) {
             CmpOrdering::Equal => {}
             other => return other,
         }
@@ -339,9 +392,11 @@ impl<'n> Page<'n> {
     /// Entry `i`'s whole key, appended to `out` (prefix, mid-key bytes, suffix).
     fn key_into(&self, i: usize, out: &mut Vec<u8>) {
         let meta = self.meta();
-        out.extend(self.prefix(meta).iter().map(|b| b.load(Ordering::Relaxed)));
+        self.bin
+            .extend_into(meta.prefix_offset, meta.prefix_len, out);
         decode(self.mid(i), out);
-        out.extend(self.suffix(i).iter().map(|b| b.load(Ordering::Relaxed)));
+        let (offset, len) = self.suffix_at(i);
+        self.bin.extend_into(offset, len, out);
     }
 
     fn key(&self, i: usize) -> VarKey {
@@ -353,27 +408,25 @@ impl<'n> Page<'n> {
         }
     }
 
-    /// Every entry from `from` on.
-    fn entries(&self, from: usize) -> Vec<Entry> {
-        (from..self.count())
-            .map(|i| {
-                let key = self.key(i);
-                Entry {
-                    key: key.bytes,
-                    tid: key.tid,
-                    value: self.values[i].load(Ordering::Relaxed),
-                }
-            })
-            .collect()
+    /// Appends entries `from..to` to `entries`.
+    fn entries_into(&self, from: usize, to: usize, entries: &mut Entries) {
+        for i in from..to.min(self.count()) {
+            let start = entries.bytes.len();
+            self.key_into(i, &mut entries.bytes);
+            entries.items.push(Entry {
+                start,
+                len: entries.bytes.len() - start,
+                tid: (!self.tids.is_empty()).then(|| self.tid(i)),
+                value: self.values[i].load(Ordering::Relaxed),
+            });
+        }
     }
 
     /// Hands out `len` bytes at the bin's end, fills them with `bytes` and returns their
     /// offset. Write lock held; the bin has `len` contiguous free bytes.
     fn put(&self, meta: &mut Meta, bytes: &[u8]) -> usize {
-        let offset = self.bin.len() - meta.top - bytes.len();
-        for (slot, &b) in self.bin[offset..].iter().zip(bytes) {
-            slot.store(b, Ordering::Relaxed);
-        }
+        let offset = self.bin_len - meta.top - bytes.len();
+        self.bin.write(offset, bytes);
         meta.top += bytes.len();
         meta.live += bytes.len();
         offset
@@ -399,10 +452,11 @@ impl<'n> Page<'n> {
 
     /// Rewrites the page to hold exactly `entries` (sorted), under the longest prefix they
     /// share. Write lock held (or the page unpublished); they fit (see [`Self::fits`]).
-    fn rebuild(&self, entries: &[Entry]) {
-        let prefix_len = match (entries.first(), entries.last()) {
-            (Some(first), Some(last)) => common_prefix(&first.key, &last.key),
-            _ => 0,
+    fn rebuild(&self, entries: &Entries) {
+        let count = entries.items.len();
+        let prefix_len = match count {
+            0 => 0,
+            _ => common_prefix(entries.key(0), entries.key(count - 1)),
         };
         let mut meta = Meta {
             prefix_offset: 0,
@@ -410,79 +464,45 @@ impl<'n> Page<'n> {
             top: 0,
             live: 0,
         };
-        if let Some(first) = entries.first() {
-            meta.prefix_offset = self.put(&mut meta, &first.key[..prefix_len]);
+        if count > 0 {
+            meta.prefix_offset = self.put(&mut meta, &entries.key(0)[..prefix_len]);
         }
-        for (i, e) in entries.iter().enumerate() {
-            self.write(&mut meta, i, &e.key, e.tid, e.value);
+        for (i, e) in entries.items.iter().enumerate() {
+            self.write(&mut meta, i, entries.key(i), e.tid, e.value);
         }
         self.set_meta(meta);
-        self.node.set_count(entries.len());
+        self.node.set_count(count);
     }
 
     /// Rewrites the bin so that the prefix and the live suffixes are contiguous at its end.
     fn compact(&self) {
         let mut meta = self.meta();
         let count = self.count();
-        let load = |bytes: &[AtomicU8]| -> Vec<u8> {
-            bytes.iter().map(|b| b.load(Ordering::Relaxed)).collect()
-        };
-        let prefix = load(self.prefix(meta));
-        let suffixes: Vec<Vec<u8>> = (0..count).map(|i| load(self.suffix(i))).collect();
+        // The prefix, then every suffix, copied out before the bin is rewritten.
+        let mut saved = Vec::with_capacity(meta.live);
+        self.bin
+            .extend_into(meta.prefix_offset, meta.prefix_len, &mut saved);
+        let mut ends = Vec::with_capacity(count);
+        for i in 0..count {
+            let (offset, len) = self.suffix_at(i);
+            self.bin.extend_into(offset, len, &mut saved);
+            ends.push(saved.len());
+        }
         meta.top = 0;
         meta.live = 0;
-        meta.prefix_offset = self.put(&mut meta, &prefix);
-        for (i, suffix) in suffixes.iter().enumerate() {
-            let offset = self.put(&mut meta, suffix);
+        let prefix_len = meta.prefix_len;
+        meta.prefix_offset = self.put(&mut meta, &saved[..prefix_len]);
+        let mut start = prefix_len;
+        for (i, &end) in ends.iter().enumerate() {
+            let offset = self.put(&mut meta, &saved[start..end]);
             self.suffixes[i].store(
-                ((offset as u32) << 16) | suffix.len() as u32,
+                ((offset as u32) << 16) | (end - start) as u32,
                 Ordering::Relaxed,
             );
+            start = end;
         }
         self.set_meta(meta);
     }
-
-    /// Bin bytes that sorted `keys` take in a page: the longest prefix they share and every
-    /// suffix.
-    fn bytes_needed<'e>(keys: impl Iterator<Item = &'e [u8]> + Clone) -> usize {
-        let mut iter = keys.clone();
-        let Some(first) = iter.next() else { return 0 };
-        let last = iter.last().unwrap_or(first);
-        let prefix = common_prefix(first, last);
-        prefix
-            + keys
-                .map(|k| {
-                    let rest = &k[prefix..];
-                    rest.len() - encode(rest).1
-                })
-                .sum::<usize>()
-    }
-}
-
-/// How many bytes of the stored `prefix` start `key` too.
-#[inline]
-fn shared_prefix(prefix: &[AtomicU8], key: &[u8]) -> usize {
-    prefix
-        .iter()
-        .zip(key)
-        .take_while(|(p, &k)| p.load(Ordering::Relaxed) == k)
-        .count()
-}
-
-/// Whether `key` starts with the stored `prefix`, or how it compares with every key that
-/// does: `Less` if it sorts before them all, `Greater` if after.
-#[inline]
-fn against_prefix(prefix: &[AtomicU8], key: &[u8]) -> CmpOrdering {
-    for (i, p) in prefix.iter().enumerate() {
-        let Some(&k) = key.get(i) else {
-            return CmpOrdering::Less;
-        };
-        match k.cmp(&p.load(Ordering::Relaxed)) {
-            CmpOrdering::Equal => {}
-            other => return other,
-        }
-    }
-    CmpOrdering::Equal
 }
 
 // SAFETY: `alloc` returns nodes that begin with a `NodeHeader` and are freed only by `free`;
@@ -524,9 +544,11 @@ unsafe impl NodeRepr for PageRepr {
     fn search(node: &NodeHeader, config: &PageConfig, probe: VarProbe<'_>) -> SearchResult {
         let page = Page::of(node, config);
         let count = page.count();
+        // Start loading the mid-keys the binary search will touch, in parallel.
+        super::prefetch(&page.mids[..count]);
         let meta = page.meta();
         let key = probe.bytes();
-        match against_prefix(page.prefix(meta), key) {
+        match page.against_prefix(meta, key) {
             CmpOrdering::Less => {
                 return SearchResult {
                     pos: 0,
@@ -618,12 +640,12 @@ unsafe impl NodeRepr for PageRepr {
             None => (config.max_key_len, meta.prefix_len),
             Some(probe) if count == 0 => (probe.bytes().len(), 0),
             Some(probe) => {
-                let shared = shared_prefix(page.prefix(meta), probe.bytes());
+                let shared = page.shared_prefix(meta, probe.bytes());
                 (probe.bytes().len() - shared, meta.prefix_len - shared)
             }
         };
         let growth = if lost > 0 { count * (lost + 1) } else { 0 };
-        meta.live.saturating_sub(lost) + growth + key_len <= page.bin.len()
+        meta.live.saturating_sub(lost) + growth + key_len <= page.bin_len
     }
 
     fn insert_at(node: &NodeHeader, config: &PageConfig, i: usize, key: VarProbe<'_>, value: u64) {
@@ -632,24 +654,19 @@ unsafe impl NodeRepr for PageRepr {
         debug_assert!(count < page.cap() && i <= count);
         let meta = page.meta();
         let bytes = key.bytes();
-        if count == 0 || against_prefix(page.prefix(meta), bytes) != CmpOrdering::Equal {
+        if count == 0 || page.against_prefix(meta, bytes) != CmpOrdering::Equal {
             // The key does not share the prefix (or the page is empty): rebuild the page
             // under the prefix all its keys share.
-            let mut entries = page.entries(0);
-            entries.insert(
-                i,
-                Entry {
-                    key: bytes.to_vec(),
-                    tid: key.tid(),
-                    value,
-                },
-            );
+            let mut entries = Entries::default();
+            page.entries_into(0, i, &mut entries);
+            entries.push(bytes, key.tid(), value);
+            page.entries_into(i, count, &mut entries);
             page.rebuild(&entries);
             return;
         }
         let rest = &bytes[meta.prefix_len..];
         let suffix_len = rest.len() - encode(rest).1;
-        if meta.top + suffix_len > page.bin.len() {
+        if meta.top + suffix_len > page.bin_len {
             page.compact();
         }
         for j in (i..count).rev() {
@@ -686,10 +703,11 @@ unsafe impl NodeRepr for PageRepr {
 
     fn move_tail(src: &NodeHeader, from: usize, dst: &NodeHeader, config: &PageConfig) {
         let (src_page, dst_page) = (Page::of(src, config), Page::of(dst, config));
-        let mut kept = src_page.entries(0);
-        let tail = kept.split_off(from.min(kept.len()));
-        let mut moved = dst_page.entries(0);
-        moved.extend(tail);
+        let mut moved = Entries::default();
+        dst_page.entries_into(0, dst_page.count(), &mut moved);
+        src_page.entries_into(from, src_page.count(), &mut moved);
+        let mut kept = Entries::default();
+        src_page.entries_into(0, from, &mut kept);
         dst_page.rebuild(&moved);
         src_page.rebuild(&kept);
     }
@@ -708,25 +726,18 @@ unsafe impl NodeRepr for PageRepr {
         if left.count() + right.count() + extra > l.cap() {
             return false;
         }
-        let keys: Vec<Vec<u8>> = (0..l.count())
-            .chain(0..r.count())
-            .enumerate()
-            .map(|(n, i)| {
-                let page = if n < l.count() { &l } else { &r };
-                let mut key = Vec::new();
-                page.key_into(i, &mut key);
-                key
-            })
-            .collect();
+        let mut keys = Entries::default();
+        l.entries_into(0, l.count(), &mut keys);
+        r.entries_into(0, r.count(), &mut keys);
         // A separator pulled down from the parent lies between the two nodes' keys, so it
         // shares their prefix; it needs at most its own length.
         let reserve = extra * config.max_key_len;
-        Page::bytes_needed(keys.iter().map(Vec::as_slice)) + reserve <= l.bin.len()
+        keys.bin_bytes() + reserve <= l.bin_len
     }
 
     fn is_underfull(node: &NodeHeader, config: &PageConfig) -> bool {
         let page = Page::of(node, config);
-        node.count() < page.cap() / 4 && page.meta().live < page.bin.len() / 4
+        node.count() < page.cap() / 4 && page.meta().live < page.bin_len / 4
     }
 
     fn check_node(node: &NodeHeader, config: &PageConfig) -> Result<(), String> {
@@ -736,7 +747,7 @@ unsafe impl NodeRepr for PageRepr {
             return Err(format!("count {count} exceeds capacity {}", page.cap()));
         }
         let meta = page.meta();
-        let bin = page.bin.len();
+        let bin = page.bin_len;
         if meta.top > bin || meta.live > meta.top {
             return Err(format!(
                 "bin top {} / live {} exceed bin {bin}",
@@ -748,11 +759,9 @@ unsafe impl NodeRepr for PageRepr {
         if count > 0 && !in_bin(meta.prefix_offset, meta.prefix_len) {
             return Err("prefix outside the bin's handed-out bytes".into());
         }
-        let prefix: Vec<u8> = page
-            .prefix(meta)
-            .iter()
-            .map(|b| b.load(Ordering::Relaxed))
-            .collect();
+        let mut prefix = Vec::new();
+        page.bin
+            .extend_into(meta.prefix_offset, meta.prefix_len, &mut prefix);
         let mut live = if count > 0 { meta.prefix_len } else { 0 };
         let mut previous: Option<VarKey> = None;
         for i in 0..count {
@@ -832,14 +841,7 @@ mod tests {
     }
 
     fn config(with_tid: bool) -> PageConfig {
-        PageConfig {
-            leaf_capacity: 8,
-            inner_capacity: 8,
-            leaf_bytes: 256,
-            inner_bytes: 256,
-            max_key_len: 40,
-            with_tid,
-        }
+        PageConfig::new((8, 8), (256, 256), 40, with_tid)
     }
 
     /// A page holding `keys` (inserted in the given order) and its check.

@@ -30,6 +30,7 @@ use std::cmp::Ordering as CmpOrdering;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::bytes::partial as word_of;
 use super::{NodeHeader, NodeRepr, SearchResult};
 
 /// Bytes of the header that precedes the words.
@@ -86,14 +87,6 @@ fn heap_words(len: usize, with_tid: bool) -> usize {
     len.saturating_sub(8).div_ceil(8) + usize::from(with_tid)
 }
 
-/// The big-endian, zero-padded word of up to 8 bytes.
-#[inline]
-fn word_of(bytes: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    let n = bytes.len().min(8);
-    buf[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(buf)
-}
 
 /// An owned variable-length key: the key bytes and, in non-unique trees, the tid.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -12,15 +12,6 @@ pub(super) fn with_key<R>(key: Key<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
     }
 }
 
-/// The key length an elastree index for `keys` is built with (as the benchmark builds them).
-pub(super) fn key_len_of(keys: KeySetKind) -> KeyLen {
-    match keys.width() {
-        KeyWidth::Fixed8 => KeyLen::Fixed(8),
-        KeyWidth::Fixed16 => KeyLen::Fixed(16),
-        KeyWidth::Variable => KeyLen::Variable,
-    }
-}
-
 /// An empty index of `kind` for `keys`; the hybrid kinds get `options`.
 pub(super) fn build(
     kind: IndexKind,
@@ -34,7 +25,7 @@ pub(super) fn build(
         }
         _ => IndexBuilder::new(kind),
     };
-    let builder = builder.key_len(key_len_of(keys)).unique(unique);
+    let builder = builder.key_len(key_len_of(keys.width())).unique(unique);
     builder.build().map_err(|e| format!("building {kind}: {e}"))
 }
 

@@ -50,7 +50,7 @@ pub(super) fn build_static(
 ) -> Result<(StaticStage, usize, Option<usize>), String> {
     settle_deferred_frees();
     let before = alloc::current();
-    let mut options = StaticOptions::new(true, key_len_of(keys.kind));
+    let mut options = StaticOptions::new(true, key_len_of(keys.kind.width()));
     options.compression = compression;
     let mut pairs = sorted.iter().map(|&i| {
         let mut key = Vec::new();
