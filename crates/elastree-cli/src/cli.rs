@@ -283,8 +283,14 @@ impl IndexArgs {
                 "--pages and --page-bytes apply to the btree kind only, not {kind}"
             ));
         }
-        if self.page_bytes.is_some() && self.pages != Some(PageOrganization::Prefix) {
-            return Err("--page-bytes applies to optimized pages only: add --pages prefix".into());
+        let optimized = matches!(
+            self.pages,
+            Some(PageOrganization::Prefix | PageOrganization::PrefixSplit)
+        );
+        if self.page_bytes.is_some() && !optimized {
+            return Err(
+                "--page-bytes applies to optimized pages only: add --pages prefix-split".into(),
+            );
         }
         let builder = match kind {
             IndexKind::Elastic => {

@@ -795,6 +795,14 @@ const KINDS: &[&[&str]] = &[
         "--page-bytes",
         "256",
     ],
+    &[
+        "--index",
+        "btree",
+        "--pages",
+        "prefix-split",
+        "--page-bytes",
+        "256",
+    ],
     &["--index", "btree", "--pages", "base"],
 ];
 

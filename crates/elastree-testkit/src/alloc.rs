@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// The system allocator, counting the bytes it hands out.
 #[derive(Debug, Default, Clone, Copy)]
@@ -31,6 +32,7 @@ pub struct CountingAlloc;
 
 #[inline]
 fn record_alloc(bytes: usize) {
+    ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
     let now = CURRENT.fetch_add(bytes, Ordering::Relaxed) + bytes;
     // Reading first keeps the common case (no new peak) free of a second atomic write.
     if now > PEAK.load(Ordering::Relaxed) {
@@ -84,6 +86,11 @@ unsafe impl GlobalAlloc for CountingAlloc {
         }
         new
     }
+}
+
+/// How many allocations (and reallocations) the process has made so far, by every thread.
+pub fn allocations() -> usize {
+    ALLOCATIONS.load(Ordering::Relaxed)
 }
 
 /// Whether the counting allocator is the global allocator of this process (it has counted at

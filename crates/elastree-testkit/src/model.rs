@@ -129,10 +129,20 @@ pub fn as_is(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
     builder
 }
 
-/// The B+-tree in optimized pages ([`PageOrganization::Prefix`]); the smallest pages in
-/// tiny-node tests, so that splits and merges happen constantly.
+/// The B+-tree in optimized pages split in the middle ([`PageOrganization::Prefix`]); the
+/// smallest pages in tiny-node tests, so that splits and merges happen constantly.
 pub fn prefix_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
-    let mut options = BTreeOptions::default().pages(PageOrganization::Prefix);
+    optimized_pages(builder, tiny, PageOrganization::Prefix)
+}
+
+/// [`prefix_pages`] with splits for long prefixes and short separators
+/// ([`PageOrganization::PrefixSplit`]).
+pub fn prefix_split_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
+    optimized_pages(builder, tiny, PageOrganization::PrefixSplit)
+}
+
+fn optimized_pages(builder: IndexBuilder, tiny: bool, pages: PageOrganization) -> IndexBuilder {
+    let mut options = BTreeOptions::default().pages(pages);
     if tiny {
         options.leaf_page_bytes = MIN_PAGE_BYTES;
         options.inner_page_bytes = MIN_PAGE_BYTES;

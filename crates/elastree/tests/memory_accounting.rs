@@ -4,10 +4,10 @@
 use std::sync::{Arc, Mutex};
 
 use elastree::table::KeySource;
-use elastree::{ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
+use elastree::{Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
-use elastree_testkit::alloc::{allocated, assert_close, CountingAlloc};
-use elastree_testkit::model::prefix_pages;
+use elastree_testkit::alloc::{allocated, allocations, assert_close, CountingAlloc};
+use elastree_testkit::model::prefix_split_pages;
 use elastree_testkit::time_limit;
 
 #[global_allocator]
@@ -152,7 +152,7 @@ fn btree_prefix_pages() {
     let _limit = time_limit();
     for unique in [true, false] {
         for tiny in [false, true] {
-            let b = move |b: IndexBuilder| prefix_pages(b.unique(unique), tiny);
+            let b = move |b: IndexBuilder| prefix_split_pages(b.unique(unique), tiny);
             check_kind(
                 if tiny {
                     "prefix pages, tiny"
@@ -164,6 +164,64 @@ fn btree_prefix_pages() {
                 |k| format!("/srv/data/tenant-{:03}/docs/{:x}.txt", k >> 58, k >> 36).into_bytes(),
                 50_000,
             );
+        }
+    }
+}
+
+/// A scan allocates nothing per visited key: every kind of the B+-tree family with
+/// variable-length keys, both directions, after one scan has sized the thread's buffer.
+#[test]
+fn scans_allocate_nothing_per_key() {
+    let _limit = time_limit();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const KEYS: u64 = 20_000;
+    let keys: Arc<Vec<Vec<u8>>> = Arc::new(
+        (0..KEYS)
+            .map(|k| format!("/srv/data/tenant-{:03}/docs/{k:08}.txt", k % 7).into_bytes())
+            .collect(),
+    );
+    let source = keys.clone() as Arc<dyn KeySource>;
+    let builders = [
+        ("btree base", IndexBuilder::new(IndexKind::BTree)),
+        (
+            "btree prefix-split",
+            prefix_split_pages(IndexBuilder::new(IndexKind::BTree), false),
+        ),
+        (
+            "seqtree",
+            IndexBuilder::new(SeqTreeOptions::new(source.clone())),
+        ),
+        (
+            "elastic",
+            IndexBuilder::new(ElasticOptions::new(16 * KEYS as usize, source.clone())),
+        ),
+    ];
+    for (name, builder) in builders {
+        for unique in [true, false] {
+            let index = builder.clone().unique(unique).build().unwrap();
+            for (tid, k) in keys.iter().enumerate() {
+                index.insert(k, tid as u64).unwrap();
+            }
+            for direction in [Direction::Ascending, Direction::Descending] {
+                let all = std::ops::Bound::Unbounded;
+                let scan = || {
+                    let mut seen = 0u64;
+                    index
+                        .scan(all, all, direction, usize::MAX, &mut |key, tid| {
+                            seen += key.len() as u64 + tid
+                        })
+                        .unwrap()
+                };
+                assert_eq!(scan(), KEYS as usize, "{name}");
+                let before = allocations();
+                assert_eq!(scan(), KEYS as usize, "{name}");
+                let made = allocations() - before;
+                assert!(
+                    made * 100 < KEYS as usize,
+                    "{name} {} {direction:?}: {made} allocations scanning {KEYS} keys",
+                    if unique { "unique" } else { "non-unique" },
+                );
+            }
         }
     }
 }

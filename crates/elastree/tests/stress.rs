@@ -13,8 +13,8 @@ use std::thread;
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
-    all_pairs_by, as_is, assert_same_pairs, builder, builder_levels, prefix_pages, scaled,
-    settled_memory, Built, Registry, Shape,
+    all_pairs_by, as_is, assert_same_pairs, builder, builder_levels, prefix_pages,
+    prefix_split_pages, scaled, settled_memory, Built, Registry, Shape,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -326,15 +326,18 @@ fn non_unique_fixed8_tiny_nodes() {
 #[test]
 fn prefix_pages_variable_keys() {
     let _limit = time_limit();
+    let shapes: [Shape; 2] = [prefix_pages, prefix_split_pages];
     for (unique, tiny) in [(true, true), (false, true), (true, false)] {
-        run_shaped(
-            IndexKind::BTree,
-            prefix_pages,
-            unique,
-            KeyLen::Variable,
-            tiny,
-            Enc::Var,
-        );
+        for shape in shapes {
+            run_shaped(
+                IndexKind::BTree,
+                shape,
+                unique,
+                KeyLen::Variable,
+                tiny,
+                Enc::Var,
+            );
+        }
     }
 }
 

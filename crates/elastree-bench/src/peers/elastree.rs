@@ -204,6 +204,7 @@ impl Elastree {
         match pages {
             PageOrganization::Base => "btree-base",
             PageOrganization::Prefix => "btree-prefix",
+            PageOrganization::PrefixSplit => "btree-prefix-split",
         }
     }
 

@@ -5,15 +5,17 @@
 //! |---|---|---|
 //! | fixed 8 bytes | `Sorted<u64>`: key as a big-endian integer | `Sorted<u128>`: (key, tid) as one integer |
 //! | fixed 16 bytes | `Sorted<u128>` | `Slotted` with a tid suffix |
-//! | variable | `Slotted`, or `PageRepr` ([`PageOrganization::Prefix`]) | the same with a tid |
+//! | variable | `Slotted`, or `PageRepr` in optimized page organizations | the same with a tid |
 //!
 //! A non-unique index stores each pair once, as the key `(key, tid)` of a unique tree whose
 //! value is the tid again; so a key's tids are adjacent and ascending, and `get_all` is a
 //! range scan.
 
+use std::cell::RefCell;
 use std::ops::Bound;
 
 use super::policy::LeafPolicy;
+use super::scan::ScanBuffer;
 use super::Tree;
 use crate::index::{Direction, Index, KeyLen};
 use crate::kind::KindOptions;
@@ -53,20 +55,28 @@ pub enum PageOrganization {
     #[default]
     Base,
     /// Optimized pages (`node::page`): the keys' common prefix factored out, a 4-byte mid-key
-    /// vector compared as integers, suffixes in a bin.
+    /// vector compared as integers, suffixes in a bin; nodes split in the middle.
     Prefix,
+    /// Optimized pages whose splits choose their point (between the .33 and the .67 entry)
+    /// for long prefixes and short separators, and post the shortest separator of a leaf
+    /// split.
+    PrefixSplit,
 }
 
 impl PageOrganization {
     /// Every organization, in the order the paper lists them.
-    pub const ALL: &'static [PageOrganization] =
-        &[PageOrganization::Base, PageOrganization::Prefix];
+    pub const ALL: &'static [PageOrganization] = &[
+        PageOrganization::Base,
+        PageOrganization::Prefix,
+        PageOrganization::PrefixSplit,
+    ];
 
     /// The name used in options, reports and the CLI.
     pub fn name(self) -> &'static str {
         match self {
             PageOrganization::Base => "base",
             PageOrganization::Prefix => "prefix",
+            PageOrganization::PrefixSplit => "prefix-split",
         }
     }
 }
@@ -87,7 +97,7 @@ impl std::str::FromStr for PageOrganization {
             .find(|o| o.name() == s)
             .ok_or_else(|| {
                 Error::InvalidConfig(format!(
-                    "unknown page organization {s:?} (known: base, prefix)"
+                    "unknown page organization {s:?} (known: base, prefix, prefix-split)"
                 ))
             })
     }
@@ -98,10 +108,10 @@ impl std::str::FromStr for PageOrganization {
 pub struct BTreeOptions {
     /// The node layout for variable-length keys.
     pub pages: PageOrganization,
-    /// Bytes of a leaf page ([`PageOrganization::Prefix`] only; default
+    /// Bytes of a leaf page (optimized pages only; default
     /// [`DEFAULT_PAGE_BYTES`]); a page always has room for two keys of the longest length.
     pub leaf_page_bytes: usize,
-    /// Bytes of an inner page ([`PageOrganization::Prefix`] only).
+    /// Bytes of an inner page (optimized pages only).
     pub inner_page_bytes: usize,
 }
 
@@ -241,7 +251,8 @@ enum Trees<F: Family> {
     U64(Tree<F::U64>),
     U128(Tree<F::U128>),
     Var(Tree<F::Var>),
-    /// Variable-length keys in optimized pages ([`PageOrganization::Prefix`]).
+    /// Variable-length keys in optimized pages ([`PageOrganization::Prefix`] and
+    /// [`PageOrganization::PrefixSplit`]).
     Page(Tree<PageRepr>),
 }
 
@@ -340,10 +351,35 @@ fn scan_tree<R: LeafPolicy>(
     limit: usize,
     visit: &mut dyn FnMut(&R::Owned, u64),
 ) -> usize {
+    scan_tree_in(
+        tree,
+        &mut ScanBuffer::new(),
+        (lower, upper),
+        direction,
+        limit,
+        visit,
+    )
+}
+
+fn scan_tree_in<R: LeafPolicy>(
+    tree: &Tree<R>,
+    buffer: &mut ScanBuffer<R::Owned>,
+    (lower, upper): (Bound<R::Owned>, Bound<R::Owned>),
+    direction: Direction,
+    limit: usize,
+    visit: &mut dyn FnMut(&R::Owned, u64),
+) -> usize {
+    let (lower, upper) = (lower.as_ref(), upper.as_ref());
     match direction {
-        Direction::Ascending => tree.scan_ascending(lower.as_ref(), upper.as_ref(), limit, visit),
-        Direction::Descending => tree.scan_descending(lower.as_ref(), upper.as_ref(), limit, visit),
+        Direction::Ascending => tree.scan_ascending_in(buffer, lower, upper, limit, visit),
+        Direction::Descending => tree.scan_descending_in(buffer, lower, upper, limit, visit),
     }
+}
+
+thread_local! {
+    /// Each thread's scan buffer for trees of variable-length keys, kept from scan to scan so
+    /// that a scan copies every visited key into a buffer that already has room for it.
+    static VAR_SCAN_BUFFER: RefCell<ScanBuffer<VarKey>> = RefCell::new(ScanBuffer::new());
 }
 
 impl BTreeIndex {
@@ -394,13 +430,23 @@ impl<F: Family> TreeIndex<F> {
                 Trees::U128(Tree::new(F::u128_config(sorted()?, &extra, false)))
             }
             (_, unique) => match F::pages(&extra) {
-                Some((PageOrganization::Prefix, leaf_bytes, inner_bytes)) => {
+                Some((
+                    pages @ (PageOrganization::Prefix | PageOrganization::PrefixSplit),
+                    leaf_bytes,
+                    inner_bytes,
+                )) => {
                     let capacities = (
                         capacity(options.leaf_capacity, PAGE_LEAF_CAPACITY, "leaf")?,
                         capacity(options.inner_capacity, PAGE_INNER_CAPACITY, "inner")?,
                     );
                     let bytes = (leaf_bytes, inner_bytes);
-                    let config = PageConfig::new(capacities, bytes, options.max_key_len, !unique);
+                    let short_splits = pages == PageOrganization::PrefixSplit;
+                    let config = PageConfig::new(
+                        capacities,
+                        bytes,
+                        options.max_key_len,
+                        (!unique, short_splits),
+                    );
                     Trees::Page(Tree::new(config))
                 }
                 _ => Trees::Var(Tree::new(F::var_config(slotted(!unique)?, &extra))),
@@ -502,8 +548,18 @@ impl<F: Family> TreeIndex<F> {
             lo = pair_bound(lo, true, pair);
             hi = pair_bound(hi, false, pair);
         }
-        scan_tree(tree, lo, hi, direction, limit, &mut |k, v| {
-            visit(&k.bytes, v)
+        let mut visit_bytes = |k: &VarKey, v: u64| visit(&k.bytes, v);
+        VAR_SCAN_BUFFER.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buffer) => scan_tree_in(
+                tree,
+                &mut buffer,
+                (lo, hi),
+                direction,
+                limit,
+                &mut visit_bytes,
+            ),
+            // A scan from inside another scan's callback on this thread: a buffer of its own.
+            Err(_) => scan_tree(tree, lo, hi, direction, limit, &mut visit_bytes),
         })
     }
 }

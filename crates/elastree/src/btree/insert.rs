@@ -190,7 +190,11 @@ impl<R: LeafPolicy> Tree<R> {
             Split::Append => node.node.count() - 1,
             Split::Half | Split::Halving => R::split_point(node.node, &self.config),
         };
-        let separator = R::key_at(node.node, &self.config, at);
+        let separator = if level == 0 && at > 0 {
+            R::separator(node.node, &self.config, at)
+        } else {
+            R::key_at(node.node, &self.config, at)
+        };
         if level == 0 {
             R::move_tail(node.node, at, right, &self.config);
             right.set_link(node.node.link());

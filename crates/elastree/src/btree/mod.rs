@@ -26,7 +26,7 @@ mod insert;
 pub mod policy;
 mod remove;
 mod replace;
-mod scan;
+pub mod scan;
 mod sweep;
 
 use std::marker::PhantomData;

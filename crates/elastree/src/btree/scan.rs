@@ -5,10 +5,6 @@
 //! when the leaf was validated. After a failed validation it restarts from the root at the
 //! last key it returned (exclusive), so keys never repeat or go backwards.
 
-/// Entries of one leaf held between the copy and the validation; short scans (the common
-/// case) never allocate.
-type LeafBuffer<R> = SmallVec<[(<R as NodeRepr>::Owned, u64); 16]>;
-
 use std::ops::Bound;
 
 use crossbeam_epoch::{self as epoch, Guard};
@@ -18,6 +14,81 @@ use super::policy::LeafPolicy;
 use super::{Tree, Visit};
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
+
+/// The entries of one leaf held between the copy and the validation, keys of type `K`. Its
+/// slots are kept from leaf to leaf, and from scan to scan when the caller keeps the buffer
+/// ([`Tree::scan_ascending_in`]): their keys are overwritten in place
+/// ([`NodeRepr::key_into`]), so once a buffer has filled a leaf's worth of slots, scans
+/// allocate nothing per visited key. Its first 16 slots are inline.
+pub struct ScanBuffer<K> {
+    slots: SmallVec<[(K, u64); 16]>,
+    len: usize,
+}
+
+impl<K> Default for ScanBuffer<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K> ScanBuffer<K> {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Self {
+            slots: SmallVec::new(),
+            len: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies entry `i` of `node` into the next slot and returns its key; the entry counts
+    /// only once [`ScanBuffer::keep`] is called.
+    fn load<R: NodeRepr<Owned = K>>(
+        &mut self,
+        node: &NodeHeader,
+        config: &R::Config,
+        i: usize,
+    ) -> &K {
+        let value = R::value_at(node, config, i);
+        if self.len == self.slots.len() {
+            self.slots.push((R::key_at(node, config, i), value));
+        } else {
+            let slot = &mut self.slots[self.len];
+            R::key_into(node, config, i, &mut slot.0);
+            slot.1 = value;
+        }
+        &self.slots[self.len].0
+    }
+
+    /// Keeps the entry last loaded.
+    fn keep(&mut self) {
+        self.len += 1;
+    }
+
+    /// The kept entries, in the order loaded.
+    fn entries(&self) -> &[(K, u64)] {
+        &self.slots[..self.len]
+    }
+}
+
+/// Makes `resume` exclude `last` (the last key a scan returned), reusing the key it holds.
+fn resume_after<K: Clone>(resume: &mut Bound<K>, last: &K) {
+    let key = match std::mem::replace(resume, Bound::Unbounded) {
+        Bound::Included(mut k) | Bound::Excluded(mut k) => {
+            k.clone_from(last);
+            k
+        }
+        Bound::Unbounded => last.clone(),
+    };
+    *resume = Bound::Excluded(key);
+}
 
 /// Whether `key` is still inside the far end of a scan.
 fn within<R: LeafPolicy>(
@@ -58,9 +129,21 @@ impl<R: LeafPolicy> Tree<R> {
         limit: usize,
         visit: &mut dyn FnMut(&R::Owned, u64),
     ) -> usize {
+        self.scan_ascending_in(&mut ScanBuffer::new(), lower, upper, limit, visit)
+    }
+
+    /// [`Tree::scan_ascending`] copying leaves through `buffer`, which a caller keeps from
+    /// scan to scan so that scans allocate nothing per visited key.
+    pub fn scan_ascending_in(
+        &self,
+        buffer: &mut ScanBuffer<R::Owned>,
+        lower: Bound<&R::Owned>,
+        upper: Bound<&R::Owned>,
+        limit: usize,
+        visit: &mut dyn FnMut(&R::Owned, u64),
+    ) -> usize {
         let guard = &epoch::pin();
         let mut resume: Bound<R::Owned> = lower.cloned();
-        let mut buffer: LeafBuffer<R> = SmallVec::new();
         let mut visited = 0;
         'restart: while visited < limit {
             let Ok(mut leaf) = self.descend_to_start(resume.as_ref(), guard) else {
@@ -89,26 +172,26 @@ impl<R: LeafPolicy> Tree<R> {
                     if buffer.len() == wanted {
                         break;
                     }
-                    let key = R::key_at(leaf.node, &self.config, i);
-                    if !within::<R>(&self.config, &key, upper, true) {
+                    let key = buffer.load::<R>(leaf.node, &self.config, i);
+                    if !within::<R>(&self.config, key, upper, true) {
                         reached_end = true;
                         break;
                     }
-                    buffer.push((key, R::value_at(leaf.node, &self.config, i)));
+                    buffer.keep();
                 }
                 let next = leaf.node.link();
                 if leaf.read.validate().is_err() {
                     continue 'restart;
                 }
-                for (key, value) in &buffer {
+                for (key, value) in buffer.entries() {
                     visit(key, *value);
                 }
                 visited += buffer.len();
-                if let Some((last, _)) = buffer.pop() {
-                    resume = Bound::Excluded(last);
-                }
                 if reached_end || visited == limit || next.is_null() {
                     return visited;
+                }
+                if let Some((last, _)) = buffer.entries().last() {
+                    resume_after(&mut resume, last);
                 }
                 // SAFETY: `next` was read from the leaf at a validated version, so it is a
                 // published leaf, kept allocated by the epoch guard.
@@ -149,12 +232,26 @@ impl<R: LeafPolicy> Tree<R> {
         limit: usize,
         visit: &mut dyn FnMut(&R::Owned, u64),
     ) -> usize {
+        self.scan_descending_in(&mut ScanBuffer::new(), lower, upper, limit, visit)
+    }
+
+    /// [`Tree::scan_descending`] copying leaves through `buffer` (see
+    /// [`Tree::scan_ascending_in`]).
+    pub fn scan_descending_in(
+        &self,
+        buffer: &mut ScanBuffer<R::Owned>,
+        lower: Bound<&R::Owned>,
+        upper: Bound<&R::Owned>,
+        limit: usize,
+        visit: &mut dyn FnMut(&R::Owned, u64),
+    ) -> usize {
         let guard = &epoch::pin();
         let mut resume: Bound<R::Owned> = upper.cloned();
-        let mut buffer: LeafBuffer<R> = SmallVec::new();
+        let mut fence: Option<R::Owned> = None;
         let mut visited = 0;
         while visited < limit {
-            let Ok((leaf, low_fence)) = self.descend_below(resume.as_ref(), guard) else {
+            let Ok((leaf, has_fence)) = self.descend_below_into(resume.as_ref(), &mut fence, guard)
+            else {
                 continue;
             };
             buffer.clear();
@@ -176,17 +273,17 @@ impl<R: LeafPolicy> Tree<R> {
                 if buffer.len() == wanted {
                     break;
                 }
-                let key = R::key_at(leaf.node, &self.config, i);
-                if !within::<R>(&self.config, &key, lower, false) {
+                let key = buffer.load::<R>(leaf.node, &self.config, i);
+                if !within::<R>(&self.config, key, lower, false) {
                     reached_end = true;
                     break;
                 }
-                buffer.push((key, R::value_at(leaf.node, &self.config, i)));
+                buffer.keep();
             }
             if leaf.read.validate().is_err() {
                 continue;
             }
-            for (key, value) in &buffer {
+            for (key, value) in buffer.entries() {
                 visit(key, *value);
             }
             visited += buffer.len();
@@ -194,13 +291,13 @@ impl<R: LeafPolicy> Tree<R> {
                 return visited;
             }
             // Everything in this leaf at or above its low fence has been seen; go below it.
-            match low_fence {
+            match fence.as_ref().filter(|_| has_fence) {
                 None => return visited,
                 Some(fence) => {
-                    if !within::<R>(&self.config, &fence, lower, false) {
+                    if !within::<R>(&self.config, fence, lower, false) {
                         return visited;
                     }
-                    resume = Bound::Excluded(fence);
+                    resume_after(&mut resume, fence);
                 }
             }
         }
@@ -215,8 +312,21 @@ impl<R: LeafPolicy> Tree<R> {
         end: Bound<&R::Owned>,
         guard: &'g Guard,
     ) -> Result<(Visit<'g>, Option<R::Owned>), Restart> {
+        let mut fence = None;
+        let (leaf, has_fence) = self.descend_below_into(end, &mut fence, guard)?;
+        Ok((leaf, fence.filter(|_| has_fence)))
+    }
+
+    /// [`Tree::descend_below`] writing the low fence into `fence` (reusing the key it holds);
+    /// returns the leaf and whether it has a low fence.
+    fn descend_below_into<'g>(
+        &self,
+        end: Bound<&R::Owned>,
+        fence: &mut Option<R::Owned>,
+        guard: &'g Guard,
+    ) -> Result<(Visit<'g>, bool), Restart> {
         let mut visit = self.read_root(guard)?;
-        let mut low_fence: Option<R::Owned> = None;
+        let mut has_fence = false;
         while !visit.node.is_leaf() {
             let node = visit.node;
             let slot = match end {
@@ -228,10 +338,14 @@ impl<R: LeafPolicy> Tree<R> {
                     .checked_sub(1),
             };
             if let Some(i) = slot {
-                low_fence = Some(R::key_at(node, &self.config, i));
+                match fence {
+                    Some(key) => R::key_into(node, &self.config, i, key),
+                    None => *fence = Some(R::key_at(node, &self.config, i)),
+                }
+                has_fence = true;
             }
             visit = Self::step(&visit, self.child_at(node, slot))?;
         }
-        Ok((visit, low_fence))
+        Ok((visit, has_fence))
     }
 }

@@ -80,6 +80,12 @@ pub trait BlindKeys: NodeRepr {
     /// The owned key of tuple `tid` whose key bytes are `bytes`.
     fn owned_from_loaded(bytes: &[u8], tid: u64, composite: bool) -> Self::Owned;
 
+    /// [`BlindKeys::owned_from_loaded`] into `out`, reusing what it holds.
+    #[inline]
+    fn owned_into(bytes: &[u8], tid: u64, composite: bool, out: &mut Self::Owned) {
+        *out = Self::owned_from_loaded(bytes, tid, composite);
+    }
+
     /// Whether every bit position of keys up to `max_key_len` bytes fits in [`Self::Pos`].
     fn positions_fit(max_key_len: usize, composite: bool) -> bool;
 }
@@ -230,6 +236,12 @@ impl BlindKeys for Slotted {
             bytes: bytes.to_vec(),
             tid: composite.then_some(tid),
         }
+    }
+
+    fn owned_into(bytes: &[u8], tid: u64, composite: bool, out: &mut VarKey) {
+        out.bytes.clear();
+        out.bytes.extend_from_slice(bytes);
+        out.tid = composite.then_some(tid);
     }
 
     fn positions_fit(max_key_len: usize, composite: bool) -> bool {

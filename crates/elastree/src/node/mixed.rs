@@ -248,6 +248,14 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
     }
 
     #[inline]
+    fn key_into(node: &NodeHeader, config: &MixedConfig<R>, i: usize, out: &mut R::Owned) {
+        match form(node) {
+            Form::Standard => R::key_into(node, &config.base, i, out),
+            Form::Compact => SeqTree::<R>::key_into(node, &config.seq, i, out),
+        }
+    }
+
+    #[inline]
     fn value_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) -> u64 {
         match form(node) {
             Form::Standard => R::value_at(node, &config.base, i),

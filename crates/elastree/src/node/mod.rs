@@ -223,6 +223,14 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     /// The key of entry `i` (`i < count`); tolerant of torn contents.
     fn key_at(node: &NodeHeader, config: &Self::Config, i: usize) -> Self::Owned;
 
+    /// Writes the key of entry `i` into `out`, reusing what `out` holds (a scan copies every
+    /// visited key this way, so that it allocates nothing per key); tolerant of torn
+    /// contents. The default assigns [`NodeRepr::key_at`].
+    #[inline]
+    fn key_into(node: &NodeHeader, config: &Self::Config, i: usize, out: &mut Self::Owned) {
+        *out = Self::key_at(node, config, i);
+    }
+
     /// The value of entry `i`: a tid in a leaf, a child pointer in an inner node.
     fn value_at(node: &NodeHeader, config: &Self::Config, i: usize) -> u64;
 
@@ -252,6 +260,14 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
 
     /// Where to split a full node: the index of the first entry of the right half.
     fn split_point(node: &NodeHeader, config: &Self::Config) -> usize;
+
+    /// The separator the parent gets when leaf `node` splits at `at` (`0 < at < count`):
+    /// any key `s` with `key(at - 1) < s <= key(at)`. The default is `key(at)`; a
+    /// representation may post a shorter one.
+    #[inline]
+    fn separator(node: &NodeHeader, config: &Self::Config, at: usize) -> Self::Owned {
+        Self::key_at(node, config, at)
+    }
 
     /// Whether all entries of `right`, plus `extra` entries of the longest key, fit in
     /// `left`.

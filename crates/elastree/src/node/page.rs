@@ -80,6 +80,10 @@ pub struct PageConfig {
     pub max_key_len: usize,
     /// Whether every key carries a tid (non-unique trees), compared after the key.
     pub with_tid: bool,
+    /// Whether splits choose their point for long prefixes and short separators and post
+    /// the shortest separator of a leaf split (the paper's Prefix+Split), or split in the
+    /// middle and post the right half's first key.
+    pub short_splits: bool,
     /// Leaf pages (index 0) and inner pages (index 1).
     geometry: [Geometry; 2],
 }
@@ -101,7 +105,7 @@ impl PageConfig {
         (leaf_capacity, inner_capacity): (usize, usize),
         (leaf_bytes, inner_bytes): (usize, usize),
         max_key_len: usize,
-        with_tid: bool,
+        (with_tid, short_splits): (bool, bool),
     ) -> Self {
         let slot = 16 + if with_tid { 8 } else { 0 };
         let geometry = |configured: usize, page: usize| {
@@ -123,6 +127,7 @@ impl PageConfig {
         Self {
             max_key_len,
             with_tid,
+            short_splits,
             geometry: [
                 geometry(leaf_capacity, leaf_bytes),
                 geometry(inner_capacity, inner_bytes),
@@ -392,20 +397,26 @@ impl<'n> Page<'n> {
     /// Entry `i`'s whole key, appended to `out` (prefix, mid-key bytes, suffix).
     fn key_into(&self, i: usize, out: &mut Vec<u8>) {
         let meta = self.meta();
+        let (offset, len) = self.suffix_at(i);
+        out.reserve(meta.prefix_len + 4 + len);
         self.bin
             .extend_into(meta.prefix_offset, meta.prefix_len, out);
         decode(self.mid(i), out);
-        let (offset, len) = self.suffix_at(i);
         self.bin.extend_into(offset, len, out);
     }
 
     fn key(&self, i: usize) -> VarKey {
-        let mut bytes = Vec::new();
-        self.key_into(i, &mut bytes);
-        VarKey {
-            bytes,
-            tid: (!self.tids.is_empty()).then(|| self.tid(i)),
-        }
+        let mut key = VarKey::default();
+        self.var_key_into(i, &mut key);
+        key
+    }
+
+    /// Entry `i`'s key into `out`, reusing its buffer.
+    #[inline]
+    fn var_key_into(&self, i: usize, out: &mut VarKey) {
+        out.bytes.clear();
+        self.key_into(i, &mut out.bytes);
+        out.tid = (!self.tids.is_empty()).then(|| self.tid(i));
     }
 
     /// Appends entries `from..to` to `entries`.
@@ -617,6 +628,11 @@ unsafe impl NodeRepr for PageRepr {
     }
 
     #[inline]
+    fn key_into(node: &NodeHeader, config: &PageConfig, i: usize, out: &mut VarKey) {
+        Page::of(node, config).var_key_into(i, out)
+    }
+
+    #[inline]
     fn value_at(node: &NodeHeader, config: &PageConfig, i: usize) -> u64 {
         let page = Page::of(node, config);
         page.values[i.min(page.cap() - 1)].load(Ordering::Relaxed)
@@ -712,8 +728,60 @@ unsafe impl NodeRepr for PageRepr {
         src_page.rebuild(&kept);
     }
 
-    fn split_point(node: &NodeHeader, _: &PageConfig) -> usize {
-        node.count() / 2
+    /// The middle, or with short splits the point between the .33 and the .67 entry that
+    /// maximizes `Saved(L|R) - 4 * TSize(L|R)` (section II-C): the bytes the two halves'
+    /// prefixes save, less four times the separator the parent gets (the shortest
+    /// separator for a leaf, the entry that moves up for an inner node), since that one is
+    /// compared by every search that passes the parent. Ties go to the point nearest the
+    /// middle.
+    fn split_point(node: &NodeHeader, config: &PageConfig) -> usize {
+        let count = node.count();
+        if !config.short_splits || count < 3 {
+            return count / 2;
+        }
+        let page = Page::of(node, config);
+        let mut entries = Entries::default();
+        page.entries_into(0, count, &mut entries);
+        let key = |i: usize| entries.key(i);
+        let leaf = node.is_leaf();
+        let prefix_bytes = |from: usize, to: usize| match to.checked_sub(from) {
+            Some(n) if n > 0 => n * common_prefix(key(from), key(to - 1)),
+            _ => 0,
+        };
+        let (lo, hi) = ((count / 3).max(1), (2 * count).div_ceil(3).min(count - 1));
+        let score = |at: usize| -> (i64, i64) {
+            // An inner split moves entry `at` up: it is in neither half.
+            let right = if leaf { at } else { at + 1 };
+            let saved = prefix_bytes(0, at) + prefix_bytes(right, count);
+            let term = if leaf {
+                (common_prefix(key(at - 1), key(at)) + 1).min(key(at).len())
+            } else {
+                key(at).len()
+            };
+            let off_middle = (at as i64 - (count / 2) as i64).abs();
+            (saved as i64 - 4 * term as i64, -off_middle)
+        };
+        (lo..=hi).max_by_key(|&at| score(at)).unwrap_or(count / 2)
+    }
+
+    /// With short splits, the shortest `s` with `key(at - 1) < s <= key(at)`: the right
+    /// key's bytes up to and including the first that differs from the left key's (tid 0
+    /// in a non-unique tree); the right key itself when only the tids differ.
+    fn separator(node: &NodeHeader, config: &PageConfig, at: usize) -> VarKey {
+        let page = Page::of(node, config);
+        let right = page.key(at);
+        if !config.short_splits || at == 0 {
+            return right;
+        }
+        let left = page.key(at - 1);
+        if left.bytes == right.bytes {
+            return right;
+        }
+        let keep = (common_prefix(&left.bytes, &right.bytes) + 1).min(right.bytes.len());
+        VarKey {
+            bytes: right.bytes[..keep].to_vec(),
+            tid: right.tid.map(|_| 0),
+        }
     }
 
     fn fits_merge(
@@ -841,7 +909,7 @@ mod tests {
     }
 
     fn config(with_tid: bool) -> PageConfig {
-        PageConfig::new((8, 8), (256, 256), 40, with_tid)
+        PageConfig::new((8, 8), (256, 256), 40, (with_tid, false))
     }
 
     /// A page holding `keys` (inserted in the given order) and its check.
@@ -917,6 +985,36 @@ mod tests {
             PageRepr::free(&config, left);
             PageRepr::free(&config, right);
         }
+    }
+
+    #[test]
+    fn short_splits_pick_long_prefixes_and_post_short_separators() {
+        let config = PageConfig::new((8, 8), (256, 256), 40, (false, true));
+        // Two clusters: the split between them gives both halves a long prefix and the
+        // parent a one-byte separator.
+        let keys: [&[u8]; 6] = [
+            b"apple/orchard/1",
+            b"apple/orchard/2",
+            b"apple/orchard/3",
+            b"apple/orchard/4",
+            b"banana/grove/1",
+            b"banana/grove/2",
+        ];
+        let node = page_of(&config, &keys);
+        // SAFETY: owned by this test.
+        let leaf = unsafe { node.as_ref() };
+        let at = PageRepr::split_point(leaf, &config);
+        assert_eq!(at, 4, "the split falls between the clusters");
+        let separator = PageRepr::separator(leaf, &config, at);
+        assert_eq!(separator.bytes, b"b");
+        assert!(PageRepr::key_at(leaf, &config, at - 1) < separator);
+        assert!(separator <= PageRepr::key_at(leaf, &config, at));
+        // Without short splits: the middle, and the right key itself.
+        let plain = PageConfig::new((8, 8), (256, 256), 40, (false, false));
+        assert_eq!(PageRepr::split_point(leaf, &plain), 3);
+        assert_eq!(PageRepr::separator(leaf, &plain, 3).bytes, keys[3]);
+        // SAFETY: unpublished, owned by this test.
+        unsafe { PageRepr::free(&config, node) };
     }
 
     #[test]

@@ -349,6 +349,14 @@ impl<K: BlindKeys> SeqTree<K> {
         })
     }
 
+    /// [`SeqTree::key_at`] into `out`, reusing what it holds.
+    pub fn key_into(node: &NodeHeader, shared: &SeqShared, i: usize, out: &mut K::Owned) {
+        let tid = Self::value_at(node, i);
+        with_key(&*shared.keys, tid, |bytes| {
+            K::owned_into(bytes.unwrap_or(&[]), tid, shared.composite, out)
+        })
+    }
+
     /// Searches with predecessor semantics; see the module docs. Tolerant of torn contents.
     pub fn search(node: &NodeHeader, shared: &SeqShared, probe: K::Probe<'_>) -> SearchResult {
         let body = Self::body(node);

@@ -87,14 +87,28 @@ fn heap_words(len: usize, with_tid: bool) -> usize {
     len.saturating_sub(8).div_ceil(8) + usize::from(with_tid)
 }
 
-
 /// An owned variable-length key: the key bytes and, in non-unique trees, the tid.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct VarKey {
     /// The key bytes.
     pub bytes: Vec<u8>,
     /// The tid suffix of non-unique trees.
     pub tid: Option<u64>,
+}
+
+impl Clone for VarKey {
+    fn clone(&self) -> Self {
+        Self {
+            bytes: self.bytes.clone(),
+            tid: self.tid,
+        }
+    }
+
+    /// Reuses `self`'s buffer (scans move their resume key this way, leaf after leaf).
+    fn clone_from(&mut self, source: &Self) {
+        self.bytes.clone_from(&source.bytes);
+        self.tid = source.tid;
+    }
 }
 
 impl std::fmt::Debug for VarKey {
@@ -255,10 +269,19 @@ impl<'n> Page<'n> {
 
     /// Copies slot `i`'s key out.
     fn key(&self, i: usize) -> VarKey {
+        let mut key = VarKey::default();
+        self.key_into(i, &mut key);
+        key
+    }
+
+    /// Copies slot `i`'s key into `out`, reusing its buffer.
+    fn key_into(&self, i: usize, out: &mut VarKey) {
         let head = self.load(self.slot(i)).to_be_bytes();
         let (len, _) = self.meta(i);
         let heap = self.entry_heap(i);
-        let mut bytes = Vec::with_capacity(len);
+        let bytes = &mut out.bytes;
+        bytes.clear();
+        bytes.reserve(len);
         bytes.extend_from_slice(&head[..len.min(8)]);
         let key_words = len.saturating_sub(8).div_ceil(8).min(heap.len());
         for w in &heap[..key_words] {
@@ -266,10 +289,9 @@ impl<'n> Page<'n> {
             let take = (len - bytes.len().min(len)).min(8);
             bytes.extend_from_slice(&chunk[..take]);
         }
-        let tid = self
+        out.tid = self
             .with_tid
             .then(|| heap.get(key_words).map_or(0, |w| w.load(Ordering::Relaxed)));
-        VarKey { bytes, tid }
     }
 
     /// Writes an entry's slot words and allocates and fills its heap words. Write lock held;
@@ -378,6 +400,11 @@ unsafe impl NodeRepr for Slotted {
 
     fn key_at(node: &NodeHeader, config: &SlottedConfig, i: usize) -> VarKey {
         Page::of(node, config).key(i)
+    }
+
+    #[inline]
+    fn key_into(node: &NodeHeader, config: &SlottedConfig, i: usize, out: &mut VarKey) {
+        Page::of(node, config).key_into(i, out)
     }
 
     fn value_at(node: &NodeHeader, config: &SlottedConfig, i: usize) -> u64 {
