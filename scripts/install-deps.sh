@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests need: valgrind (the memcheck run), Redis 7
-# (redis-server, redis-tools: the distributed index's local clusters) and python3 (the test
-# script finds the memcheck run's test binaries with it). Idempotent:
+# (redis-server, redis-tools: the distributed index's local clusters), python3 (the test
+# script finds the memcheck run's test binaries with it) and wamerican (the dictionary
+# /usr/share/dict/words that the `words` key set reads). Idempotent:
 # does nothing when they are already present. Needs root (or sudo) only when it installs.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+[ -f /usr/share/dict/words ] || need+=(wamerican)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

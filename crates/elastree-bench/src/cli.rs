@@ -154,6 +154,10 @@ impl BenchArgs {
             select(&self.keys, KeySetKind::ALL, KeySetKind::from_str)
                 .map_err(|e| format!("--keys: {e}"))?,
         );
+        for keys in &keysets {
+            keys.available()
+                .map_err(|e| format!("--keys {keys}: {e}"))?;
+        }
         let workloads = dedup(
             select_groups(
                 &self.workload,

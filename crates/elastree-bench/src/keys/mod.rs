@@ -8,6 +8,12 @@
 //!   name and domain frequencies, in random order;
 //! * `docterm`: distinct `<field path>/<term>` strings (about 32 bytes on average) as a JSON
 //!   document index holds them, paths and terms drawn from skewed vocabularies, in random order;
+//! * `url`: distinct web addresses (about 60 bytes on average): a skewed mix of sites,
+//!   subdomains and sections, then path words, ids and slugs, sometimes a file ending and a
+//!   query, in random order;
+//! * `words`: the words of a real dictionary, `/usr/share/dict/words` (Debian's `wamerican`,
+//!   about 100,000 words), then two-word phrases past its size, in random order; a machine
+//!   without the file cannot generate it and says so ([`KeySetKind::available`]);
 //! * `prefix28`: 28-byte keys, an 8-byte prefix shared by runs of 1,000 consecutive keys (in load
 //!   order and in key order) and a 20-byte random suffix;
 //! * `sha1`: 20-byte hash values of a counter (a 160-bit mix, not the SHA-1 function: the
@@ -40,6 +46,7 @@ mod numeric;
 mod series;
 mod strings;
 mod tables;
+pub mod web;
 
 pub use numeric::PREFIX28_GROUP;
 use numeric::{mono64, prefix28, rand128, rand64, sha1, PREFIX28_LEN, SHA1_LEN};
@@ -116,6 +123,12 @@ pub enum KeySetKind {
     Email,
     /// JSON document terms `<field path>/<term>`, variable length, loaded in random order.
     DocTerm,
+    /// Web addresses (scheme, host, path, sometimes a query), about 60 bytes, loaded in
+    /// random order.
+    Url,
+    /// The words of a real dictionary (`/usr/share/dict/words`, Debian's `wamerican`), then
+    /// two-word phrases past its size, loaded in random order.
+    Words,
     /// 28-byte keys: 8-byte prefixes shared by 1,000 consecutive keys, 20-byte suffixes.
     Prefix28,
     /// 20-byte hash values, loaded in random order.
@@ -143,6 +156,8 @@ impl KeySetKind {
         KeySetKind::Rand128,
         KeySetKind::Email,
         KeySetKind::DocTerm,
+        KeySetKind::Url,
+        KeySetKind::Words,
         KeySetKind::Prefix28,
         KeySetKind::Sha1,
         KeySetKind::TSensor {
@@ -179,6 +194,8 @@ impl KeySetKind {
             KeySetKind::Rand128 => "rand128",
             KeySetKind::Email => "email",
             KeySetKind::DocTerm => "docterm",
+            KeySetKind::Url => "url",
+            KeySetKind::Words => "words",
             KeySetKind::Prefix28 => "prefix28",
             KeySetKind::Sha1 => "sha1",
             KeySetKind::TSensor { .. } => "tsensor",
@@ -205,9 +222,12 @@ impl KeySetKind {
                 KeyWidth::Fixed8
             }
             KeySetKind::Rand128 | KeySetKind::ObjLog => KeyWidth::Fixed16,
-            KeySetKind::Email | KeySetKind::DocTerm | KeySetKind::Prefix28 | KeySetKind::Sha1 => {
-                KeyWidth::Variable
-            }
+            KeySetKind::Email
+            | KeySetKind::DocTerm
+            | KeySetKind::Url
+            | KeySetKind::Words
+            | KeySetKind::Prefix28
+            | KeySetKind::Sha1 => KeyWidth::Variable,
         }
     }
 
@@ -218,12 +238,25 @@ impl KeySetKind {
             KeySetKind::Rand128 | KeySetKind::ObjLog => Some(16),
             KeySetKind::Sha1 => Some(SHA1_LEN),
             KeySetKind::Prefix28 => Some(PREFIX28_LEN),
-            KeySetKind::Email | KeySetKind::DocTerm => None,
+            KeySetKind::Email | KeySetKind::DocTerm | KeySetKind::Url | KeySetKind::Words => None,
+        }
+    }
+
+    /// Whether this machine can generate the set, or why not (`words` needs its dictionary).
+    pub fn available(self) -> Result<(), String> {
+        match self {
+            KeySetKind::Words => web::dictionary().map(|_| ()),
+            _ => Ok(()),
         }
     }
 
     /// Generates `n` distinct keys of this set from `seed`. The same `(kind, n, seed)` always
     /// gives the same keys in the same order.
+    ///
+    /// # Panics
+    ///
+    /// If the set is not [`KeySetKind::available`] on this machine (commands check first and
+    /// say why).
     pub fn generate(self, n: usize, seed: u64) -> KeySet {
         let data = match self {
             KeySetKind::Rand64 => KeyData::U64(rand64(n, seed)),
@@ -231,6 +264,10 @@ impl KeySetKind {
             KeySetKind::Rand128 => KeyData::Fixed(rand128(n, seed)),
             KeySetKind::Email => KeyData::Var(email(n, seed)),
             KeySetKind::DocTerm => KeyData::Var(docterm(n, seed)),
+            KeySetKind::Url => KeyData::Var(web::url(n, seed)),
+            KeySetKind::Words => {
+                KeyData::Var(web::words(n, seed).unwrap_or_else(|why| panic!("{why}")))
+            }
             KeySetKind::Prefix28 => KeyData::Fixed(prefix28(n, seed)),
             KeySetKind::Sha1 => KeyData::Fixed(sha1(n, seed)),
             KeySetKind::TSensor { delayed_ppm } => {

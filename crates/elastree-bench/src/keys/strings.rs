@@ -18,6 +18,11 @@ pub(super) struct Zipf {
 }
 
 impl Zipf {
+    /// Ranks weighted `weights[r]` each.
+    pub(super) fn weighted(weights: impl Iterator<Item = u32>) -> Self {
+        Self::new(weights.map(f64::from))
+    }
+
     fn new(weights: impl Iterator<Item = f64>) -> Self {
         let mut total = 0.0;
         let cumulative = weights
@@ -29,11 +34,11 @@ impl Zipf {
         Self { cumulative }
     }
 
-    fn harmonic(len: usize) -> Self {
+    pub(super) fn harmonic(len: usize) -> Self {
         Self::new((0..len).map(|r| 1.0 / (r as f64 + 1.0)))
     }
 
-    fn sample(&self, rng: &mut StdRng) -> usize {
+    pub(super) fn sample(&self, rng: &mut StdRng) -> usize {
         let total = *self.cumulative.last().expect("non-empty");
         let x = rng.gen::<f64>() * total;
         self.cumulative
