@@ -235,12 +235,14 @@ pub struct IndexArgs {
     #[arg(long, value_name = "ENTRIES")]
     pub min_merge: Option<usize>,
 
-    /// The btree kind: how nodes of variable-length keys are laid out (`base`: slotted
-    /// nodes; `prefix`: optimized pages with the keys' common prefix factored out).
+    /// The btree kind: how nodes of variable-length keys are laid out (`prefix-split`, the
+    /// default: optimized pages with the keys' common prefix factored out, split for long
+    /// prefixes and short separators; `prefix`: the same pages split in the middle; `base`:
+    /// slotted nodes).
     #[arg(long, value_name = "ORGANIZATION", value_parser = page_organization_parser())]
     pub pages: Option<PageOrganization>,
 
-    /// The btree kind with `--pages prefix`: bytes of a leaf and of an inner page (e.g. 4K).
+    /// The btree kind in optimized pages: bytes of a leaf and of an inner page (default 4K).
     #[arg(long, value_name = "BYTES", value_parser = elastree_bench::peers::parse_bytes)]
     pub page_bytes: Option<usize>,
 }
@@ -283,14 +285,8 @@ impl IndexArgs {
                 "--pages and --page-bytes apply to the btree kind only, not {kind}"
             ));
         }
-        let optimized = matches!(
-            self.pages,
-            Some(PageOrganization::Prefix | PageOrganization::PrefixSplit)
-        );
-        if self.page_bytes.is_some() && !optimized {
-            return Err(
-                "--page-bytes applies to optimized pages only: add --pages prefix-split".into(),
-            );
+        if self.page_bytes.is_some() && self.pages == Some(PageOrganization::Base) {
+            return Err("--page-bytes applies to optimized pages, not --pages base".into());
         }
         let builder = match kind {
             IndexKind::Elastic => {
@@ -312,7 +308,10 @@ impl IndexArgs {
                 IndexBuilder::new(hybrid)
             }
             IndexKind::BTree => {
-                let mut options = BTreeOptions::default().pages(self.pages.unwrap_or_default());
+                let mut options = BTreeOptions {
+                    pages: self.pages,
+                    ..BTreeOptions::default()
+                };
                 if let Some(bytes) = self.page_bytes {
                     options.leaf_page_bytes = bytes;
                     options.inner_page_bytes = bytes;

@@ -885,7 +885,10 @@ fn a_kinds_own_option_on_another_kind_is_refused() {
             &["shell", "--index", "seqtree", "--pages", "prefix"],
             "apply to the btree kind only",
         ),
-        (&["shell", "--page-bytes", "4K"], "add --pages prefix"),
+        (
+            &["shell", "--pages", "base", "--page-bytes", "4K"],
+            "not --pages base",
+        ),
     ] {
         let output = run(args, b"len\n");
         assert_eq!(output.status.code(), Some(2), "{args:?}");

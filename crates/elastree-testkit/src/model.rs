@@ -136,9 +136,14 @@ pub fn prefix_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
 }
 
 /// [`prefix_pages`] with splits for long prefixes and short separators
-/// ([`PageOrganization::PrefixSplit`]).
+/// ([`PageOrganization::PrefixSplit`], the default).
 pub fn prefix_split_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
     optimized_pages(builder, tiny, PageOrganization::PrefixSplit)
+}
+
+/// The B+-tree in slotted nodes for variable-length keys ([`PageOrganization::Base`]).
+pub fn base_pages(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
+    builder.with_kind(BTreeOptions::default().pages(PageOrganization::Base))
 }
 
 fn optimized_pages(builder: IndexBuilder, tiny: bool, pages: PageOrganization) -> IndexBuilder {

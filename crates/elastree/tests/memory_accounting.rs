@@ -7,7 +7,7 @@ use elastree::table::KeySource;
 use elastree::{Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
 use elastree_testkit::alloc::{allocated, allocations, assert_close, CountingAlloc};
-use elastree_testkit::model::prefix_split_pages;
+use elastree_testkit::model::{base_pages, prefix_split_pages};
 use elastree_testkit::time_limit;
 
 #[global_allocator]
@@ -182,10 +182,10 @@ fn scans_allocate_nothing_per_key() {
     );
     let source = keys.clone() as Arc<dyn KeySource>;
     let builders = [
-        ("btree base", IndexBuilder::new(IndexKind::BTree)),
+        ("btree prefix-split", IndexBuilder::new(IndexKind::BTree)),
         (
-            "btree prefix-split",
-            prefix_split_pages(IndexBuilder::new(IndexKind::BTree), false),
+            "btree base",
+            base_pages(IndexBuilder::new(IndexKind::BTree), false),
         ),
         (
             "seqtree",

@@ -6,8 +6,8 @@
 use elastree::elastic::ElasticStats;
 use elastree::{IndexBuilder, IndexKind};
 use elastree_testkit::model::{
-    as_is, builder, prefix_pages, prefix_split_pages, run_model_merging, tiny, Built, Keys,
-    Registry, Shape,
+    as_is, base_pages, builder, prefix_pages, prefix_split_pages, run_model_merging, tiny, Built,
+    Keys, Registry, Shape,
 };
 use elastree_testkit::time_limit;
 
@@ -173,7 +173,8 @@ macro_rules! model_tests {
 model_tests! {
     btree: IndexKind::BTree, as_is;
     btree_prefix_pages: IndexKind::BTree, prefix_pages;
-    btree_prefix_split_pages: IndexKind::BTree, prefix_split_pages;
+    btree_prefix_split_tiny_pages: IndexKind::BTree, prefix_split_pages;
+    btree_base_pages: IndexKind::BTree, base_pages;
     elastic: IndexKind::Elastic, as_is;
     seqtree: IndexKind::SeqTree, as_is;
     hybrid: IndexKind::Hybrid, as_is;

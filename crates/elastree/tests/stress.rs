@@ -13,7 +13,7 @@ use std::thread;
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
-    all_pairs_by, as_is, assert_same_pairs, builder, builder_levels, prefix_pages,
+    all_pairs_by, as_is, assert_same_pairs, base_pages, builder, builder_levels, prefix_pages,
     prefix_split_pages, scaled, settled_memory, Built, Registry, Shape,
 };
 use elastree_testkit::{time_limit, StopFlag};
@@ -321,12 +321,12 @@ fn non_unique_fixed8_tiny_nodes() {
     for_every_writable_kind(|kind| run(kind, false, KeyLen::Fixed(8), true, Enc::Fixed8));
 }
 
-/// The B+-tree in optimized pages, variable-length keys with shared prefixes, tiny and
-/// default pages, unique and non-unique.
+/// The B+-tree in every page organization (the tests above run its default one too),
+/// variable-length keys with shared prefixes, tiny and default pages, unique and non-unique.
 #[test]
-fn prefix_pages_variable_keys() {
+fn every_page_organization_variable_keys() {
     let _limit = time_limit();
-    let shapes: [Shape; 2] = [prefix_pages, prefix_split_pages];
+    let shapes: [Shape; 3] = [prefix_pages, prefix_split_pages, base_pages];
     for (unique, tiny) in [(true, true), (false, true), (true, false)] {
         for shape in shapes {
             run_shaped(

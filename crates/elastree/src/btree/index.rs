@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | fixed 8 bytes | `Sorted<u64>`: key as a big-endian integer | `Sorted<u128>`: (key, tid) as one integer |
 //! | fixed 16 bytes | `Sorted<u128>` | `Slotted` with a tid suffix |
-//! | variable | `Slotted`, or `PageRepr` in optimized page organizations | the same with a tid |
+//! | variable | `PageRepr` (optimized pages; `Slotted` in [`PageOrganization::Base`]) | the same with a tid |
 //!
 //! A non-unique index stores each pair once, as the key `(key, tid)` of a unique tree whose
 //! value is the tid again; so a key's tids are adjacent and ascending, and `get_all` is a
@@ -47,12 +47,12 @@ pub const MIN_PAGE_BYTES: usize = 256;
 pub const MAX_PAGE_BYTES: usize = 64 * 1024;
 
 /// How the B+-tree lays out nodes of variable-length keys: the page organizations the
-/// Bw-tree paper compares (fixed 8- and 16-byte keys always use integer-compared nodes).
+/// Bw-tree paper compares (fixed 8- and 16-byte keys always use integer-compared nodes). The
+/// default is [`PageOrganization::PrefixSplit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum PageOrganization {
     /// Slotted nodes: an 8-byte head word per key compared as an integer, the rest of the
     /// key in a heap of words.
-    #[default]
     Base,
     /// Optimized pages (`node::page`): the keys' common prefix factored out, a 4-byte mid-key
     /// vector compared as integers, suffixes in a bin; nodes split in the middle.
@@ -60,6 +60,7 @@ pub enum PageOrganization {
     /// Optimized pages whose splits choose their point (between the .33 and the .67 entry)
     /// for long prefixes and short separators, and post the shortest separator of a leaf
     /// split.
+    #[default]
     PrefixSplit,
 }
 
@@ -106,8 +107,10 @@ impl std::str::FromStr for PageOrganization {
 /// The B+-tree kind's own options: how it lays out nodes of variable-length keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BTreeOptions {
-    /// The node layout for variable-length keys.
-    pub pages: PageOrganization,
+    /// The node layout for variable-length keys; `None` (the default) chooses
+    /// [`PageOrganization::PrefixSplit`], or [`PageOrganization::Base`] for keys longer than
+    /// optimized pages hold ([`MAX_PAGE_KEY_LEN`]).
+    pub pages: Option<PageOrganization>,
     /// Bytes of a leaf page (optimized pages only; default
     /// [`DEFAULT_PAGE_BYTES`]); a page always has room for two keys of the longest length.
     pub leaf_page_bytes: usize,
@@ -118,7 +121,7 @@ pub struct BTreeOptions {
 impl Default for BTreeOptions {
     fn default() -> Self {
         Self {
-            pages: PageOrganization::default(),
+            pages: None,
             leaf_page_bytes: DEFAULT_PAGE_BYTES,
             inner_page_bytes: DEFAULT_PAGE_BYTES,
         }
@@ -128,12 +131,25 @@ impl Default for BTreeOptions {
 impl BTreeOptions {
     /// These options with page organization `pages`.
     pub fn pages(self, pages: PageOrganization) -> Self {
-        Self { pages, ..self }
+        Self {
+            pages: Some(pages),
+            ..self
+        }
+    }
+
+    /// The organization an index with the shared `options` gets.
+    pub fn organization(&self, options: &IndexOptions) -> PageOrganization {
+        self.pages
+            .unwrap_or(if options.max_key_len <= MAX_PAGE_KEY_LEN {
+                PageOrganization::default()
+            } else {
+                PageOrganization::Base
+            })
     }
 
     /// Checks the options against the shared ones.
     fn validate(&self, options: &IndexOptions) -> Result<(), Error> {
-        if self.pages == PageOrganization::Base {
+        if self.organization(options) == PageOrganization::Base {
             return Ok(());
         }
         for (what, bytes) in [
@@ -224,7 +240,10 @@ impl Family for Plain {
 
     fn extra(options: &IndexOptions, own: &BTreeOptions, _: usize) -> Result<BTreeOptions, Error> {
         own.validate(options)?;
-        Ok(*own)
+        Ok(BTreeOptions {
+            pages: Some(own.organization(options)),
+            ..*own
+        })
     }
     fn kind(_: &BTreeOptions) -> IndexKind {
         IndexKind::BTree
@@ -239,7 +258,8 @@ impl Family for Plain {
         base
     }
     fn pages(own: &BTreeOptions) -> Option<(PageOrganization, usize, usize)> {
-        Some((own.pages, own.leaf_page_bytes, own.inner_page_bytes))
+        let pages = own.pages.unwrap_or_default();
+        Some((pages, own.leaf_page_bytes, own.inner_page_bytes))
     }
     fn extra_bytes(_: &BTreeOptions) -> usize {
         0
