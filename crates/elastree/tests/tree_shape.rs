@@ -105,3 +105,23 @@ fn sequential_loads_fill_leaves() {
     tree.check().unwrap();
     assert_eq!(tree.len(), 2 * n as usize);
 }
+
+/// The shape walk counts every node and entry once: the leaves hold every key, the root is
+/// one node, and each inner level has one child per entry plus its leftmost child.
+#[test]
+fn shape_counts_every_node_and_entry() {
+    let _limit = time_limit();
+    let tree = tiny();
+    for k in 0..5_000u64 {
+        tree.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k);
+    }
+    let shape = tree.shape();
+    assert_eq!(shape.len(), tree.height());
+    assert_eq!(shape[0].nodes, 1, "one root");
+    let leaves = shape.last().unwrap();
+    assert_eq!((leaves.level, leaves.entries), (0, tree.len()));
+    assert_eq!(leaves.key_bytes, 8 * tree.len(), "8-byte keys stored as they are");
+    for pair in shape.windows(2) {
+        assert_eq!(pair[0].entries + pair[0].nodes, pair[1].nodes, "{pair:?}");
+    }
+}

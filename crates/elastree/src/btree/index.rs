@@ -16,7 +16,7 @@ use std::ops::Bound;
 
 use super::policy::LeafPolicy;
 use super::scan::ScanBuffer;
-use super::Tree;
+use super::{LevelShape, Tree};
 use crate::index::{Direction, Index, KeyLen};
 use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
@@ -479,6 +479,17 @@ impl<F: Family> TreeIndex<F> {
             tree,
             extra,
         })
+    }
+
+    /// The tree level by level, root first: nodes, entries and the bytes spent on keys.
+    /// Walks every node; call it with no writer running.
+    pub fn shape(&self) -> Vec<LevelShape> {
+        match &self.tree {
+            Trees::U64(tree) => tree.shape(),
+            Trees::U128(tree) => tree.shape(),
+            Trees::Var(tree) => tree.shape(),
+            Trees::Page(tree) => tree.shape(),
+        }
     }
 
     fn check_key(&self, key: &[u8]) -> Result<(), Error> {

@@ -27,6 +27,7 @@ pub mod policy;
 mod remove;
 mod replace;
 pub mod scan;
+mod shape;
 mod sweep;
 
 use std::marker::PhantomData;
@@ -48,6 +49,7 @@ pub use index::{
     MIN_PAGE_BYTES,
 };
 pub use policy::{LeafPolicy, Overflow, Replacement, Underflow};
+pub use shape::LevelShape;
 
 /// Byte counts of a tree's nodes, shared with the epoch collector's deferred frees.
 #[derive(Debug, Default)]

@@ -317,6 +317,14 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
         }
     }
 
+    /// A standard node's key bytes; a SeqTree leaf stores no keys (they are in the table).
+    fn key_bytes(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
+        match form(node) {
+            Form::Standard => R::key_bytes(node, &config.base),
+            Form::Compact => 0,
+        }
+    }
+
     fn split_point(node: &NodeHeader, config: &MixedConfig<R>) -> usize {
         match form(node) {
             Form::Standard => R::split_point(node, &config.base),

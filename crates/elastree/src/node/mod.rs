@@ -288,6 +288,13 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     // Optional parts of the ADT; the defaults suit a representation with one node form and
     // its keys inside the node, and compile away.
 
+    /// Bytes the node spends on its keys (for the tree's shape: what key compression saves).
+    /// The default: the size of an owned key per entry, right for fixed-size keys stored as
+    /// they are.
+    fn key_bytes(node: &NodeHeader, config: &Self::Config) -> usize {
+        Self::count(node, config) * std::mem::size_of::<Self::Owned>()
+    }
+
     /// Allocates an empty node to receive the right half of `node` in a split.
     #[inline]
     fn alloc_sibling(config: &Self::Config, node: &NodeHeader) -> (NonNull<NodeHeader>, usize) {

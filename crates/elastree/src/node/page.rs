@@ -728,6 +728,15 @@ unsafe impl NodeRepr for PageRepr {
         src_page.rebuild(&kept);
     }
 
+    /// The prefix once, and per entry its mid-key, its suffix location and its suffix.
+    fn key_bytes(node: &NodeHeader, config: &PageConfig) -> usize {
+        let page = Page::of(node, config);
+        let count = page.count();
+        let suffixes: usize = (0..count).map(|i| page.suffix_at(i).1).sum();
+        let prefix = if count > 0 { page.meta().prefix_len } else { 0 };
+        prefix + 8 * count + suffixes
+    }
+
     /// The middle, or with short splits the point between the .33 and the .67 entry that
     /// maximizes `Saved(L|R) - 4 * TSize(L|R)` (section II-C): the bytes the two halves'
     /// prefixes save, less four times the separator the parent gets (the shortest

@@ -477,6 +477,18 @@ unsafe impl NodeRepr for Slotted {
         src.set_count(from);
     }
 
+    /// Per entry: the head word, the length and heap offset word, and the key's heap words.
+    fn key_bytes(node: &NodeHeader, config: &SlottedConfig) -> usize {
+        let page = Page::of(node, config);
+        let count = node.count().min(page.cap);
+        (0..count)
+            .map(|i| {
+                let (len, _) = page.meta(i);
+                16 + 8 * len.saturating_sub(8).div_ceil(8)
+            })
+            .sum()
+    }
+
     fn split_point(node: &NodeHeader, _: &SlottedConfig) -> usize {
         node.count() / 2
     }
