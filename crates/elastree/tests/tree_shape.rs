@@ -120,7 +120,11 @@ fn shape_counts_every_node_and_entry() {
     assert_eq!(shape[0].nodes, 1, "one root");
     let leaves = shape.last().unwrap();
     assert_eq!((leaves.level, leaves.entries), (0, tree.len()));
-    assert_eq!(leaves.key_bytes, 8 * tree.len(), "8-byte keys stored as they are");
+    assert_eq!(
+        leaves.key_bytes,
+        8 * tree.len(),
+        "8-byte keys stored as they are"
+    );
     for pair in shape.windows(2) {
         assert_eq!(pair[0].entries + pair[0].nodes, pair[1].nodes, "{pair:?}");
     }

@@ -54,6 +54,7 @@ pub mod document;
 pub mod elastic;
 pub mod grow_shrink;
 pub mod hybrid;
+pub mod page;
 pub mod plots;
 pub mod seqtree_sweep;
 pub mod terminal;
@@ -104,6 +105,19 @@ pub const EXPERIMENTS: &[Experiment] = &[
         base_n: 1_000_000,
         min_n: crate::workload::DEFAULT_SCAN_LEN,
         run: baseline::run,
+    },
+    Experiment {
+        name: "btree-page",
+        about: "the Bw-tree paper's Figures 8, 9 and 13: the B+-tree in its three page \
+                organizations (base: slotted nodes; prefix; prefix-split, the default) vs \
+                BTreeMap and the peers that take variable-length keys on email, docterm, \
+                prefix28, url, words and sha1: load, lookup, 15-key scans, bytes per key, \
+                inner-node bytes and key bytes per level, one thread",
+        // Ten indexes on six key sets, three repetitions: about five minutes on 2 shared
+        // cores.
+        base_n: 500_000,
+        min_n: crate::workload::DEFAULT_SCAN_LEN,
+        run: page::run,
     },
     Experiment {
         name: "grow-shrink",
