@@ -275,6 +275,7 @@ macro_rules! tiny_scale_tests {
 
 tiny_scale_tests! {
     repro_btree_baseline_at_a_tiny_scale: "btree-baseline",
+    repro_btree_page_at_a_tiny_scale: "btree-page",
     repro_grow_shrink_at_a_tiny_scale: "grow-shrink",
     repro_elastic_grow_shrink_at_a_tiny_scale: "elastic-grow-shrink",
     repro_elastic_ycsb_at_a_tiny_scale: "elastic-ycsb",
