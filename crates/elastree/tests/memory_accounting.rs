@@ -229,7 +229,9 @@ fn scans_allocate_nothing_per_key() {
                 assert_eq!(scan(), KEYS as usize, "{name}");
                 let made = allocations() - before;
                 assert!(
-                    made * 100 < KEYS as usize,
+                    // A few per leaf or block at most (a compressed static stage decodes
+                    // its 64-pair blocks through a cache); one per key would be 20,000.
+                    made * 16 < KEYS as usize,
                     "{name} {} {direction:?}: {made} allocations scanning {KEYS} keys",
                     if unique { "unique" } else { "non-unique" },
                 );
