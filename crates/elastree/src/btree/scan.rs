@@ -42,34 +42,43 @@ impl<K> ScanBuffer<K> {
 
     fn clear(&mut self) {
         self.len = 0;
+        // Keys without a buffer of their own (integers) gain nothing from reused slots.
+        if !std::mem::needs_drop::<K>() {
+            self.slots.clear();
+        }
     }
 
     fn len(&self) -> usize {
         self.len
     }
 
-    /// Copies entry `i` of `node` into the next slot and returns its key; the entry counts
-    /// only once [`ScanBuffer::keep`] is called.
-    fn load<R: NodeRepr<Owned = K>>(
+    /// Copies entry `i` of `node` into the next slot if its key passes `wanted`; says
+    /// whether it did. A new slot gets the key built outside the buffer (for integer keys,
+    /// a register), so a scan's first leaf costs what a plain copy would.
+    #[inline]
+    fn push_if<R: NodeRepr<Owned = K>>(
         &mut self,
         node: &NodeHeader,
         config: &R::Config,
         i: usize,
-    ) -> &K {
-        let value = R::value_at(node, config, i);
-        if self.len == self.slots.len() {
-            self.slots.push((R::key_at(node, config, i), value));
+        wanted: impl FnOnce(&K) -> bool,
+    ) -> bool {
+        if !std::mem::needs_drop::<K>() || self.len == self.slots.len() {
+            let key = R::key_at(node, config, i);
+            if !wanted(&key) {
+                return false;
+            }
+            self.slots.push((key, R::value_at(node, config, i)));
         } else {
             let slot = &mut self.slots[self.len];
             R::key_into(node, config, i, &mut slot.0);
-            slot.1 = value;
+            if !wanted(&slot.0) {
+                return false;
+            }
+            slot.1 = R::value_at(node, config, i);
         }
-        &self.slots[self.len].0
-    }
-
-    /// Keeps the entry last loaded.
-    fn keep(&mut self) {
         self.len += 1;
+        true
     }
 
     /// The kept entries, in the order loaded.
@@ -172,12 +181,11 @@ impl<R: LeafPolicy> Tree<R> {
                     if buffer.len() == wanted {
                         break;
                     }
-                    let key = buffer.load::<R>(leaf.node, &self.config, i);
-                    if !within::<R>(&self.config, key, upper, true) {
+                    let inside = |key: &R::Owned| within::<R>(&self.config, key, upper, true);
+                    if !buffer.push_if::<R>(leaf.node, &self.config, i, inside) {
                         reached_end = true;
                         break;
                     }
-                    buffer.keep();
                 }
                 let next = leaf.node.link();
                 if leaf.read.validate().is_err() {
@@ -273,12 +281,11 @@ impl<R: LeafPolicy> Tree<R> {
                 if buffer.len() == wanted {
                     break;
                 }
-                let key = buffer.load::<R>(leaf.node, &self.config, i);
-                if !within::<R>(&self.config, key, lower, false) {
+                let inside = |key: &R::Owned| within::<R>(&self.config, key, lower, false);
+                if !buffer.push_if::<R>(leaf.node, &self.config, i, inside) {
                     reached_end = true;
                     break;
                 }
-                buffer.keep();
             }
             if leaf.read.validate().is_err() {
                 continue;
