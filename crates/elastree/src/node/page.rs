@@ -241,14 +241,18 @@ impl Entries {
         self.bytes.extend_from_slice(key);
     }
 
-    /// Bin bytes the entries (sorted) take in one page: the longest prefix they share and
-    /// every suffix.
+    /// Bin bytes the entries take in one page: the longest prefix they all share and every
+    /// suffix. Entries copied under an optimistic read may be torn (unsorted), so the prefix
+    /// is what every key shares with the first, not just the last.
     fn bin_bytes(&self) -> usize {
         let count = self.items.len();
         if count == 0 {
             return 0;
         }
-        let prefix = common_prefix(self.key(0), self.key(count - 1));
+        let first = self.key(0);
+        let prefix = (1..count).fold(first.len(), |shared, i| {
+            shared.min(common_prefix(first, self.key(i)))
+        });
         let suffixes: usize = (0..count)
             .map(|i| {
                 let rest = &self.key(i)[prefix..];
@@ -1024,6 +1028,18 @@ mod tests {
         assert_eq!(PageRepr::separator(leaf, &plain, 3).bytes, keys[3]);
         // SAFETY: unpublished, owned by this test.
         unsafe { PageRepr::free(&config, node) };
+    }
+
+    #[test]
+    fn torn_entries_size_without_panicking() {
+        // A merge check copies two pages under optimistic reads: a concurrent writer can
+        // leave the copy unsorted, and sizing it must still not panic.
+        let mut entries = Entries::default();
+        for key in [&b"abcdef"[..], b"x", b"abcxyz", b""] {
+            entries.push(key, None, 0);
+        }
+        // No shared prefix (the empty key); the mid-keys hold 4, 1, 4 and 0 bytes.
+        assert_eq!(entries.bin_bytes(), 4);
     }
 
     #[test]
