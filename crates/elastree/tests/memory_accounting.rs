@@ -228,12 +228,17 @@ fn scans_allocate_nothing_per_key() {
                 let before = allocations();
                 assert_eq!(scan(), KEYS as usize, "{name}");
                 let made = allocations() - before;
+                // One per visited key would be 20,000. The B+-tree kinds allocate a few
+                // times per scan at most; a hybrid index's compressed static stage decodes
+                // its 64-pair blocks through a cache whose misses allocate (CI runs saw 253
+                // and 2,122 on a descending scan).
+                let bound = if name.starts_with("hybrid") {
+                    KEYS as usize / 2
+                } else {
+                    KEYS as usize / 100
+                };
                 assert!(
-                    // Fewer than one per two keys: one per visited key would be 20,000.
-                    // The B+-tree kinds make a handful; a compressed static stage decodes
-                    // its 64-pair blocks through a cache whose misses allocate (CI runs
-                    // saw 253 and 2,122 on a descending scan).
-                    made * 2 < KEYS as usize,
+                    made < bound,
                     "{name} {} {direction:?}: {made} allocations scanning {KEYS} keys",
                     if unique { "unique" } else { "non-unique" },
                 );
