@@ -147,14 +147,14 @@ pub fn write_suite(
 }
 
 /// A measured suite, ready to be reported.
-struct Suite<'a> {
-    name: &'a str,
-    cfg: &'a RunConfig,
+pub(super) struct Suite<'a> {
+    pub(super) name: &'a str,
+    pub(super) cfg: &'a RunConfig,
     /// The indexes as the rows name them, in report order.
-    labels: &'a [String],
+    pub(super) labels: &'a [String],
     /// The index every other is compared with.
-    baseline: &'a str,
-    rows: &'a [Measurement],
+    pub(super) baseline: &'a str,
+    pub(super) rows: &'a [Measurement],
 }
 
 impl Suite<'_> {
@@ -194,7 +194,7 @@ impl Suite<'_> {
     }
 
     /// The median throughput of `index` on `keys` for `workload`, if it was measured.
-    fn median(&self, index: &str, keys: KeySetKind, workload: Workload) -> Option<f64> {
+    pub(super) fn median(&self, index: &str, keys: KeySetKind, workload: Workload) -> Option<f64> {
         self.row(index, keys, workload)
             .filter(|m| m.status == Status::Ok)
             .and_then(|m| Summary::of(&m.mops))
@@ -202,7 +202,11 @@ impl Suite<'_> {
     }
 
     /// Bytes per key (allocator, self-reported) of `index` on `keys`, from any of its rows.
-    fn bytes_per_key(&self, index: &str, keys: KeySetKind) -> (Option<f64>, Option<f64>) {
+    pub(super) fn bytes_per_key(
+        &self,
+        index: &str,
+        keys: KeySetKind,
+    ) -> (Option<f64>, Option<f64>) {
         let rows = || {
             self.rows
                 .iter()

@@ -12,7 +12,7 @@ use elastree::btree::LevelShape;
 use elastree::{BTreeIndex, BTreeOptions, Index, IndexOptions, PageOrganization};
 use serde::Serialize;
 
-use super::baseline::write_suite;
+use super::baseline::{write_suite, Suite};
 use super::document::{targets_table_of, Target};
 use super::plots::{draw_grouped_bars, Point, Series};
 use super::{ExperimentContext, Report};
@@ -20,8 +20,8 @@ use crate::keys::KeySetKind;
 use crate::output::{to_file, write_csv, write_json_lines};
 use crate::peers::{key_len_of, IndexSpec, Peer};
 use crate::report::BASELINE;
-use crate::runner::{self, median};
-use crate::workload::{Measurement, RunConfig, Status, Workload, DEFAULT_SCAN_LEN};
+use crate::runner;
+use crate::workload::{RunConfig, Workload, DEFAULT_SCAN_LEN};
 
 /// The key sets: the paper's (document terms, 20-byte hashes, 28-byte keys with shared
 /// prefixes) and the ones users index most (e-mail addresses, URLs, dictionary words).
@@ -90,7 +90,14 @@ pub(super) fn run(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
     let mut report = write_suite(ctx, &cfg, &labels, BASELINE, &rows)?;
     let shapes = measure_shapes(ctx)?;
     write_shapes(ctx, &shapes, &mut report)?;
-    let targets = targets(&rows, &shapes);
+    let suite = Suite {
+        name: ctx.experiment.name,
+        cfg: &cfg,
+        labels: &labels,
+        baseline: BASELINE,
+        rows: &rows,
+    };
+    let targets = targets(&suite, &shapes);
     let table = targets_table_of("10 million keys where the key set has them", &targets);
     report.sections.insert(0, ("Targets".to_string(), table));
     report
@@ -284,20 +291,6 @@ fn shapes_table(shapes: &[Shape]) -> String {
     md
 }
 
-/// The suite's median of `index` on `keys` for `workload`.
-fn suite_median(rows: &[Measurement], index: &str, keys: KeySetKind, w: Workload) -> Option<f64> {
-    rows.iter()
-        .find(|m| m.index == index && m.keys == keys && m.workload == w && m.status == Status::Ok)
-        .and_then(|m| median(&m.mops))
-}
-
-/// Bytes per key (counting allocator) of `index` on `keys` in the suite.
-fn suite_bytes(rows: &[Measurement], index: &str, keys: KeySetKind) -> Option<f64> {
-    rows.iter()
-        .filter(|m| m.index == index && m.keys == keys)
-        .find_map(|m| m.bytes_per_key_alloc)
-}
-
 /// `a / b` where both are known and `b` is positive.
 fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     a.zip(b.filter(|&b| b > 0.0)).map(|(a, b)| a / b)
@@ -312,24 +305,18 @@ fn worst(ratios: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// The targets, from this run's numbers.
-fn targets(rows: &[Measurement], shapes: &[Shape]) -> Vec<Target> {
+fn targets(suite: &Suite<'_>, shapes: &[Shape]) -> Vec<Target> {
     let x = |r: f64| format!("{r:.2}x");
     let speed = |index: &str, base: &str, w: Workload, keys: &[KeySetKind]| {
-        worst(keys.iter().map(|&k| {
-            over(
-                suite_median(rows, index, k, w),
-                suite_median(rows, base, k, w),
-            )
-        }))
+        worst(
+            keys.iter()
+                .map(|&k| over(suite.median(index, k, w), suite.median(base, k, w))),
+        )
     };
+    let bytes = |index: &str, k: KeySetKind| suite.bytes_per_key(index, k).0;
     let memory = |keys: &[KeySetKind]| {
         keys.iter()
-            .map(|&k| {
-                over(
-                    suite_bytes(rows, "btree", k),
-                    suite_bytes(rows, BASELINE, k),
-                )
-            })
+            .map(|&k| over(bytes("btree", k), bytes(BASELINE, k)))
             .try_fold(0.0f64, |worst, r| r.map(|r| worst.max(r)))
     };
     let compressible = &KEYSETS[..4];
