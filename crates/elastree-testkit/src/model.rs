@@ -12,7 +12,7 @@ use elastree::btree::MIN_PAGE_BYTES;
 use elastree::hybrid::{HybridIndex, HybridOptions, MergeTrigger};
 use elastree::table::KeySource;
 use elastree::{
-    BTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen,
+    BTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, MidWidth,
     PageOrganization, SeqTreeOptions,
 };
 use rand::rngs::StdRng;
@@ -129,16 +129,22 @@ pub fn as_is(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
     builder
 }
 
-/// The B+-tree in optimized pages split in the middle ([`PageOrganization::Prefix`]); the
-/// smallest pages in tiny-node tests, so that splits and merges happen constantly.
+/// The B+-tree in optimized pages split in the middle ([`PageOrganization::Prefix`]) with the
+/// paper's 4-byte mid-keys; the smallest pages in tiny-node tests, so that splits and merges
+/// happen constantly.
 pub fn prefix_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
-    optimized_pages(builder, tiny, PageOrganization::Prefix)
+    optimized_pages(builder, tiny, PageOrganization::Prefix, MidWidth::Four)
 }
 
-/// [`prefix_pages`] with splits for long prefixes and short separators
-/// ([`PageOrganization::PrefixSplit`], the default).
+/// Optimized pages with splits for long prefixes and short separators
+/// ([`PageOrganization::PrefixSplit`]) and 8-byte mid-keys: the defaults.
 pub fn prefix_split_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
-    optimized_pages(builder, tiny, PageOrganization::PrefixSplit)
+    optimized_pages(
+        builder,
+        tiny,
+        PageOrganization::PrefixSplit,
+        MidWidth::Eight,
+    )
 }
 
 /// The B+-tree in slotted nodes for variable-length keys ([`PageOrganization::Base`]).
@@ -146,8 +152,16 @@ pub fn base_pages(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
     builder.with_kind(BTreeOptions::default().pages(PageOrganization::Base))
 }
 
-fn optimized_pages(builder: IndexBuilder, tiny: bool, pages: PageOrganization) -> IndexBuilder {
-    let mut options = BTreeOptions::default().pages(pages);
+fn optimized_pages(
+    builder: IndexBuilder,
+    tiny: bool,
+    pages: PageOrganization,
+    mid_key: MidWidth,
+) -> IndexBuilder {
+    let mut options = BTreeOptions {
+        mid_key,
+        ..BTreeOptions::default().pages(pages)
+    };
     if tiny {
         options.leaf_page_bytes = MIN_PAGE_BYTES;
         options.inner_page_bytes = MIN_PAGE_BYTES;

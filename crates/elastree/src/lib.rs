@@ -61,5 +61,6 @@ pub use hybrid::HybridOptions;
 pub use index::{check_key, BTreeIndex, Direction, ElasticIndex, HybridIndex, Index, KeyLen};
 pub use kind::{IndexKind, KindOptions};
 pub use mem::MemoryUsage;
+pub use node::page::MidWidth;
 pub use options::{IndexBuilder, IndexOptions, DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT};
 pub use stats::KindStats;

@@ -77,6 +77,7 @@ impl<R: LeafPolicy> Tree<R> {
             return Err(at("locked or obsolete node reachable".into()));
         }
         R::check_node(node, config).map_err(at)?;
+        R::check_fences(node, config, low, high).map_err(at)?;
         let count = node.count();
         for i in 0..count {
             let key = R::key_at(node, config, i);

@@ -20,7 +20,7 @@ use super::{LevelShape, Tree};
 use crate::index::{Direction, Index, KeyLen};
 use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
-use crate::node::page::{PageConfig, PageRepr, MAX_PAGE_KEY_LEN};
+use crate::node::page::{MidWidth, PageConfig, PageRepr, MAX_PAGE_KEY_LEN};
 use crate::node::slotted::{Slotted, SlottedConfig, VarKey, VarProbe};
 use crate::node::sorted::{Sorted, SortedConfig, MAX_CAPACITY, MIN_CAPACITY};
 use crate::node::NodeRepr;
@@ -116,6 +116,9 @@ pub struct BTreeOptions {
     pub leaf_page_bytes: usize,
     /// Bytes of an inner page (optimized pages only).
     pub inner_page_bytes: usize,
+    /// The width of optimized pages' mid-keys: the paper's 4 bytes, or 8 (the default: on
+    /// real keys 4 bytes after a page prefix tie often, and a tie costs a suffix compare).
+    pub mid_key: MidWidth,
 }
 
 impl Default for BTreeOptions {
@@ -124,6 +127,7 @@ impl Default for BTreeOptions {
             pages: None,
             leaf_page_bytes: DEFAULT_PAGE_BYTES,
             inner_page_bytes: DEFAULT_PAGE_BYTES,
+            mid_key: MidWidth::default(),
         }
     }
 }
@@ -218,8 +222,8 @@ pub trait Family: Send + Sync + Sized + 'static {
     fn var_config(base: SlottedConfig, extra: &Self::Extra) -> <Self::Var as NodeRepr>::Config;
     /// Bytes held by `extra` outside the index object.
     fn extra_bytes(extra: &Self::Extra) -> usize;
-    /// The node layout for variable-length keys.
-    fn pages(_extra: &Self::Extra) -> Option<(PageOrganization, usize, usize)> {
+    /// The node layout for variable-length keys (the B+-tree's options, resolved).
+    fn pages(_extra: &Self::Extra) -> Option<BTreeOptions> {
         None
     }
     /// What the kind's own algorithm has done, for families that keep statistics.
@@ -257,9 +261,8 @@ impl Family for Plain {
     fn var_config(base: SlottedConfig, _: &BTreeOptions) -> SlottedConfig {
         base
     }
-    fn pages(own: &BTreeOptions) -> Option<(PageOrganization, usize, usize)> {
-        let pages = own.pages.unwrap_or_default();
-        Some((pages, own.leaf_page_bytes, own.inner_page_bytes))
+    fn pages(own: &BTreeOptions) -> Option<BTreeOptions> {
+        Some(*own)
     }
     fn extra_bytes(_: &BTreeOptions) -> usize {
         0
@@ -450,22 +453,22 @@ impl<F: Family> TreeIndex<F> {
                 Trees::U128(Tree::new(F::u128_config(sorted()?, &extra, false)))
             }
             (_, unique) => match F::pages(&extra) {
-                Some((
-                    pages @ (PageOrganization::Prefix | PageOrganization::PrefixSplit),
-                    leaf_bytes,
-                    inner_bytes,
-                )) => {
+                Some(
+                    own @ BTreeOptions {
+                        pages: Some(pages), ..
+                    },
+                ) if pages != PageOrganization::Base => {
                     let capacities = (
                         capacity(options.leaf_capacity, PAGE_LEAF_CAPACITY, "leaf")?,
                         capacity(options.inner_capacity, PAGE_INNER_CAPACITY, "inner")?,
                     );
-                    let bytes = (leaf_bytes, inner_bytes);
+                    let bytes = (own.leaf_page_bytes, own.inner_page_bytes);
                     let short_splits = pages == PageOrganization::PrefixSplit;
                     let config = PageConfig::new(
                         capacities,
                         bytes,
                         options.max_key_len,
-                        (!unique, short_splits),
+                        (!unique, short_splits, own.mid_key),
                     );
                     Trees::Page(Tree::new(config))
                 }

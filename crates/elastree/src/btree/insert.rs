@@ -57,7 +57,10 @@ impl<R: LeafPolicy> Tree<R> {
         loop {
             match self.try_insert(key, value, replace, convert, may_sweep, guard) {
                 Ok(Attempt::Done(previous)) => return previous,
+                // The next attempt splits instead; once it has, conversions are possible
+                // again (the split may have made the room a conversion lacked).
                 Ok(Attempt::SplitInstead) => convert = false,
+                Ok(Attempt::Again) if !convert => convert = true,
                 Ok(Attempt::Sweep(quota)) => {
                     may_sweep = false;
                     self.sweep(quota, guard);
@@ -82,7 +85,7 @@ impl<R: LeafPolicy> Tree<R> {
             if !R::has_room(visit.node, &self.config, None) {
                 // Split full inner nodes on the way down, so the parent of any node we
                 // split later has room for its separator.
-                self.split(parent, visit, Split::Half, guard)?;
+                self.split_or_make_room(key, parent, visit, Split::Half, guard)?;
                 return Ok(Attempt::Again);
             }
             let slot = self.child_slot(visit.node, key);
@@ -131,7 +134,7 @@ impl<R: LeafPolicy> Tree<R> {
         match overflow {
             Overflow::Split => {}
             Overflow::SplitHalving => {
-                self.split(parent, leaf, Split::Halving, guard)?;
+                self.split_or_make_room(key, parent, leaf, Split::Halving, guard)?;
                 return Ok(Attempt::Again);
             }
             Overflow::Grow => {
@@ -157,19 +160,22 @@ impl<R: LeafPolicy> Tree<R> {
         } else {
             Split::Half
         };
-        self.split(parent, leaf, how, guard)?;
+        self.split_or_make_room(key, parent, leaf, how, guard)?;
         Ok(Attempt::Again)
     }
 
     /// Splits `node` (leaf or inner) in two, posting the separator to `parent`, or growing a
-    /// new root when `node` is the root.
+    /// new root when `node` is the root. Returns `Ok(false)` and changes nothing when the
+    /// parent has no room for the separator (a representation whose inner nodes are asked
+    /// about a typical separator on the way down, not the longest key, can get there): the
+    /// caller splits the parent first ([`Tree::split_on_path`]).
     pub(super) fn split(
         &self,
         parent: Option<Visit<'_>>,
         node: Visit<'_>,
         how: Split,
         _guard: &Guard,
-    ) -> Result<(), Restart> {
+    ) -> Result<bool, Restart> {
         let _parent_lock = match parent {
             Some(parent) => Some(parent.read.upgrade()?),
             None => None,
@@ -181,10 +187,10 @@ impl<R: LeafPolicy> Tree<R> {
         }
 
         let level = node.node.level();
-        let (right_ptr, bytes) = R::alloc_sibling(&self.config, node.node);
-        self.bytes.counter(level).add(bytes);
-        // SAFETY: freshly allocated, not yet shared.
-        let right = unsafe { right_ptr.as_ref() };
+        debug_assert!(
+            level > 0 || node.node.count() >= 2,
+            "a leaf split needs two entries"
+        );
         let at = match how {
             // The validated read that chose `Append` saw at least one entry (a full leaf).
             Split::Append => node.node.count() - 1,
@@ -195,15 +201,23 @@ impl<R: LeafPolicy> Tree<R> {
         } else {
             R::key_at(node.node, &self.config, at)
         };
+        if let Some(parent) = parent {
+            if !R::has_room(parent.node, &self.config, Some(R::probe(&separator))) {
+                return Ok(false);
+            }
+        }
+        let (right_ptr, bytes) = R::split_off(
+            node.node,
+            &self.config,
+            at,
+            &separator,
+            how == Split::Append,
+        );
+        self.bytes.counter(level).add(bytes);
+        // SAFETY: freshly built, not yet shared.
+        let right = unsafe { right_ptr.as_ref() };
         if level == 0 {
-            R::move_tail(node.node, at, right, &self.config);
             right.set_link(node.node.link());
-        } else {
-            // The separator moves up; its child becomes the right node's leftmost child.
-            let first_child = R::value_at(node.node, &self.config, at) as *mut NodeHeader;
-            R::move_tail(node.node, at + 1, right, &self.config);
-            R::remove_at(node.node, &self.config, at);
-            right.set_link(first_child);
         }
         if how == Split::Halving {
             R::halve_capacity(node.node, &self.config);
@@ -215,7 +229,9 @@ impl<R: LeafPolicy> Tree<R> {
         }
         match parent {
             Some(parent) => {
-                let pos = R::search(parent.node, &self.config, R::probe(&separator)).pos;
+                let hit = R::search(parent.node, &self.config, R::probe(&separator));
+                debug_assert!(!hit.found, "separator already in the parent");
+                let pos = hit.pos;
                 R::insert_at(
                     parent.node,
                     &self.config,
@@ -239,6 +255,45 @@ impl<R: LeafPolicy> Tree<R> {
                 self.root.store(root_ptr.as_ptr(), Ordering::Release);
             }
         }
+        Ok(true)
+    }
+
+    /// Splits `node` (reached on the path of `key`, with its parent), or, when the parent
+    /// has no room for the separator, the nearest ancestor on the path whose own parent has
+    /// room; the caller then descends again.
+    pub(super) fn split_or_make_room(
+        &self,
+        key: R::Probe<'_>,
+        parent: Option<Visit<'_>>,
+        node: Visit<'_>,
+        how: Split,
+        guard: &Guard,
+    ) -> Result<(), Restart> {
+        if !self.split(parent, node, how, guard)? {
+            self.split_on_path(key, node.node.level() + 1, guard);
+        }
         Ok(())
+    }
+
+    /// Splits the node at `level` on the path of `key` (going up while a parent has no room
+    /// for the separator). Gives up when the tree is no longer that high (a concurrent split
+    /// of the root made room).
+    pub(super) fn split_on_path(&self, key: R::Probe<'_>, mut level: u16, guard: &Guard) {
+        loop {
+            let Ok(root) = self.read_root(guard) else {
+                continue;
+            };
+            if root.node.level() < level {
+                return;
+            }
+            let Ok((node, parent)) = self.descend(key, level, guard) else {
+                continue;
+            };
+            match self.split(parent.map(|p| p.0), node, Split::Half, guard) {
+                Ok(true) => return,
+                Ok(false) => level += 1,
+                Err(Restart) => {}
+            }
+        }
     }
 }

@@ -10,7 +10,6 @@
 use std::ptr::NonNull;
 
 use crate::elastic::SweepCursor;
-use crate::node::page::PageRepr;
 use crate::node::slotted::Slotted;
 use crate::node::sorted::{FixedKey, Sorted};
 use crate::node::{NodeHeader, NodeRepr};
@@ -147,6 +146,3 @@ impl LeafPolicy for Slotted {}
 
 /// The plain B+-tree's policy.
 impl<K: FixedKey> LeafPolicy for Sorted<K> {}
-
-/// The plain B+-tree's policy.
-impl LeafPolicy for PageRepr {}

@@ -151,19 +151,11 @@ impl<R: LeafPolicy> Tree<R> {
         let right_lock = right.read.upgrade()?;
 
         if level == 0 {
-            R::move_tail(right.node, 0, left.node, &self.config);
+            R::merge_from(left.node, right.node, &self.config, None);
             left.node.set_link(right.node.link());
         } else {
             let separator = R::key_at(parent.node, &self.config, separator_index);
-            let count = left.node.count();
-            R::insert_at(
-                left.node,
-                &self.config,
-                count,
-                R::probe(&separator),
-                right.node.link() as u64,
-            );
-            R::move_tail(right.node, 0, left.node, &self.config);
+            R::merge_from(left.node, right.node, &self.config, Some(&separator));
         }
         R::remove_at(parent.node, &self.config, separator_index);
         drop(left_lock);

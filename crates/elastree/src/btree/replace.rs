@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use crossbeam_epoch::Guard;
 
 use super::insert::Split;
-use super::policy::{LeafPolicy, Overflow};
+use super::policy::{LeafPolicy, Overflow, Replacement};
 use super::{Tree, Visit};
 use crate::node::NodeHeader;
 use crate::sync::Restart;
@@ -45,7 +45,7 @@ impl<R: LeafPolicy> Tree<R> {
         let mut low_fence = None;
         while !visit.node.is_leaf() {
             if !R::has_room(visit.node, &self.config, None) {
-                self.split(parent.map(|p| p.0), visit, Split::Half, guard)?;
+                self.split_or_make_room(key, parent.map(|p| p.0), visit, Split::Half, guard)?;
                 return Err(Restart);
             }
             let slot = self.child_slot(visit.node, key);
@@ -89,7 +89,13 @@ impl<R: LeafPolicy> Tree<R> {
             path.leaf.read.validate()?;
             return Ok(());
         }
-        self.split(path.parent.map(|p| p.0), path.leaf, Split::Halving, guard)
+        self.split_or_make_room(
+            key,
+            path.parent.map(|p| p.0),
+            path.leaf,
+            Split::Halving,
+            guard,
+        )
     }
 
     /// The left sibling of the leaf at `slot` of `parent` (`None` for the first leaf), read
@@ -143,6 +149,14 @@ impl<R: LeafPolicy> Tree<R> {
         let Some(replacement) = R::replacement(leaf.node, &self.config, self.index_bytes()) else {
             return Ok(false);
         };
+        if let (Some((parent, _)), Some((separator, _))) = (&path.parent, &replacement.second) {
+            if !R::has_room(parent.node, &self.config, Some(R::probe(separator))) {
+                // No room for the second node's separator: drop the replacement; the caller
+                // splits instead, which makes room above first.
+                self.free_replacement(replacement);
+                return Ok(false);
+            }
+        }
         self.bytes.leaves.add(replacement.bytes);
         // SAFETY: freshly built, unpublished nodes.
         let first = unsafe { replacement.first.as_ref() };
@@ -167,7 +181,9 @@ impl<R: LeafPolicy> Tree<R> {
                 }
                 if let Some((separator, second)) = &replacement.second {
                     let probe = R::probe(separator);
-                    let pos = R::search(parent.node, &self.config, probe).pos;
+                    let hit = R::search(parent.node, &self.config, probe);
+                    debug_assert!(!hit.found, "separator already in the parent");
+                    let pos = hit.pos;
                     R::insert_at(
                         parent.node,
                         &self.config,
@@ -193,5 +209,14 @@ impl<R: LeafPolicy> Tree<R> {
         leaf_lock.unlock_obsolete();
         self.retire(leaf.node, guard);
         Ok(true)
+    }
+
+    /// Frees the nodes of a replacement that is not published.
+    fn free_replacement(&self, replacement: Replacement<R>) {
+        let (first, second) = (replacement.first, replacement.second.map(|(_, node)| node));
+        for node in std::iter::once(first).chain(second) {
+            // SAFETY: built by the representation and never made reachable.
+            unsafe { R::free(&self.config, node) };
+        }
     }
 }

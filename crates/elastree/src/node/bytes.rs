@@ -24,20 +24,77 @@ pub(crate) const fn words_for(bytes: usize) -> usize {
     bytes.div_ceil(8) + 1
 }
 
-/// Up to 8 bytes as the top bytes of a big-endian word, zero below (the big-endian,
-/// zero-padded word of a short byte string).
+/// The 8 bytes of `key` from `at` on as a big-endian word, zero past the key's end. One
+/// unaligned load when the key has 8 bytes there, or when it has 8 bytes at all (the last 8,
+/// shifted); a short key is assembled byte by byte.
 #[inline]
-pub(crate) fn partial(bytes: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    let n = bytes.len().min(8);
-    buf[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(buf)
+pub(crate) fn key_word(key: &[u8], at: usize) -> u64 {
+    let len = key.len();
+    if at + 8 <= len {
+        return u64::from_be_bytes(key[at..at + 8].try_into().expect("8 bytes"));
+    }
+    if at >= len {
+        return 0;
+    }
+    let take = len - at;
+    if len >= 8 {
+        let last = u64::from_be_bytes(key[len - 8..].try_into().expect("8 bytes"));
+        return last << (8 * (8 - take));
+    }
+    let mut word = 0u64;
+    for (i, &b) in key[at..].iter().enumerate() {
+        word |= u64::from(b) << (56 - 8 * i);
+    }
+    word
 }
 
 /// The mask of the top `n` (1 to 8) bytes of a word.
 #[inline]
-fn top_bytes(n: usize) -> u64 {
+pub(crate) fn top_bytes(n: usize) -> u64 {
     !0u64 << (64 - 8 * n)
+}
+
+/// Compares `n` bytes of two byte sources given as big-endian word readers (`a(i)`, `b(i)`:
+/// the 8 bytes from byte `i` on), then the lengths: byte-string order of the first
+/// `a_len`/`b_len` bytes where `n = min(a_len, b_len)`.
+#[inline]
+pub(crate) fn compare_words(
+    a: impl Fn(usize) -> u64,
+    a_len: usize,
+    b: impl Fn(usize) -> u64,
+    b_len: usize,
+) -> CmpOrdering {
+    let n = a_len.min(b_len);
+    let mut i = 0;
+    while i < n {
+        let mask = top_bytes((n - i).min(8));
+        let (x, y) = (a(i) & mask, b(i) & mask);
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    a_len.cmp(&b_len)
+}
+
+/// How many of the first `n` bytes two word readers share.
+#[inline]
+pub(crate) fn shared_words(a: impl Fn(usize) -> u64, b: impl Fn(usize) -> u64, n: usize) -> usize {
+    let mut i = 0;
+    while i < n {
+        let diff = (a(i) ^ b(i)) & top_bytes((n - i).min(8));
+        if diff != 0 {
+            return i + (diff.leading_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    n
+}
+
+/// How much of `a` and `b` is the same from the start.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    shared_words(|i| key_word(a, i), |i| key_word(b, i), a.len().min(b.len()))
 }
 
 impl<'n> WordBytes<'n> {
@@ -48,8 +105,9 @@ impl<'n> WordBytes<'n> {
         Self { words }
     }
 
+    /// Word `w` (clamped to the last).
     #[inline]
-    fn word(&self, w: usize) -> u64 {
+    pub(crate) fn word(&self, w: usize) -> u64 {
         self.words[w.min(self.words.len() - 1)].load(Ordering::Relaxed)
     }
 
@@ -57,57 +115,55 @@ impl<'n> WordBytes<'n> {
     #[inline]
     pub(crate) fn window(&self, offset: usize) -> u64 {
         let (w, shift) = (offset / 8, (offset % 8) * 8);
-        let high = self.word(w);
-        if shift == 0 {
-            high
-        } else {
-            (high << shift) | (self.word(w + 1) >> (64 - shift))
-        }
+        // The two words as one 128-bit integer, shifted: no branch on the alignment.
+        let pair = (u128::from(self.word(w)) << 64) | u128::from(self.word(w + 1));
+        ((pair << shift) >> 64) as u64
     }
 
     /// Compares the `len` stored bytes at `offset` with `probe`, as byte strings (a prefix
     /// first).
     #[inline]
     pub(crate) fn compare(&self, offset: usize, len: usize, probe: &[u8]) -> CmpOrdering {
-        let n = len.min(probe.len());
-        let mut i = 0;
-        while i < n {
-            let take = (n - i).min(8);
-            let mask = top_bytes(take);
-            let stored = self.window(offset + i) & mask;
-            let wanted = partial(&probe[i..i + take]);
-            if stored != wanted {
-                return stored.cmp(&wanted);
-            }
-            i += take;
-        }
-        len.cmp(&probe.len())
-    }
-
-    /// How many of the `len` stored bytes at `offset` start `key` too.
-    #[inline]
-    pub(crate) fn shared(&self, offset: usize, len: usize, key: &[u8]) -> usize {
-        let n = len.min(key.len());
-        let mut i = 0;
-        while i < n {
-            let take = (n - i).min(8);
-            let diff = (self.window(offset + i) ^ partial(&key[i..i + take])) & top_bytes(take);
-            if diff != 0 {
-                return i + (diff.leading_zeros() / 8) as usize;
-            }
-            i += take;
-        }
-        n
+        compare_words(
+            |i| self.window(offset + i),
+            len,
+            |i| key_word(probe, i),
+            probe.len(),
+        )
     }
 
     /// Appends the `len` stored bytes at `offset` to `out`.
     #[inline]
     pub(crate) fn extend_into(&self, offset: usize, len: usize, out: &mut Vec<u8>) {
+        // Whole words into the vector's spare room (a copy of a length known only at run
+        // time would be a call), then the length set to the bytes wanted.
+        out.reserve(len + 8);
+        let base = out.len();
+        let dst = out.as_mut_ptr();
         let mut i = 0;
         while i < len {
-            let take = (len - i).min(8);
-            out.extend_from_slice(&self.window(offset + i).to_be_bytes()[..take]);
-            i += take;
+            let word = self.window(offset + i).to_be_bytes();
+            // SAFETY: `reserve(len + 8)` leaves room for 8 bytes from `base + i` (`i < len`).
+            unsafe { std::ptr::copy_nonoverlapping(word.as_ptr(), dst.add(base + i), 8) };
+            i += 8;
+        }
+        // SAFETY: bytes `base..base + len` were written above (and the capacity holds them).
+        unsafe { out.set_len(base + len) };
+    }
+
+    /// Stores word `w`. Writer only, as [`WordBytes::write`].
+    #[inline]
+    pub(crate) fn store_word(&self, w: usize, word: u64) {
+        self.words[w].store(word, Ordering::Relaxed);
+    }
+
+    /// Stores `bytes` as whole words from word `first` on (`bytes.len()` a multiple of 8).
+    /// Writer only, as [`WordBytes::write`].
+    pub(crate) fn store_words(&self, first: usize, bytes: &[u8]) {
+        debug_assert!(bytes.len() % 8 == 0);
+        for (w, chunk) in bytes.chunks_exact(8).enumerate() {
+            let word = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
+            self.words[first + w].store(word, Ordering::Relaxed);
         }
     }
 
@@ -121,7 +177,7 @@ impl<'n> WordBytes<'n> {
             let take = (8 - skip).min(bytes.len() - i);
             // The bytes `skip .. skip + take` of word `w`, from the top.
             let mask = top_bytes(take) >> (8 * skip);
-            let value = partial(&bytes[i..i + take]) >> (8 * skip);
+            let value = (key_word(bytes, i) & top_bytes(take)) >> (8 * skip);
             let slot = &self.words[w];
             let old = slot.load(Ordering::Relaxed);
             slot.store((old & !mask) | value, Ordering::Relaxed);
@@ -133,6 +189,47 @@ impl<'n> WordBytes<'n> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_words_are_zero_padded_big_endian_windows() {
+        let keys: [&[u8]; 4] = [b"", b"abc", b"abcdefgh", b"abcdefghijklmnopq"];
+        for key in keys {
+            for at in 0..key.len() + 10 {
+                let mut expected = [0u8; 8];
+                for (i, slot) in expected.iter_mut().enumerate() {
+                    *slot = key.get(at + i).copied().unwrap_or(0);
+                }
+                assert_eq!(
+                    key_word(key, at),
+                    u64::from_be_bytes(expected),
+                    "{key:?} at {at}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn word_comparisons_agree_with_byte_strings() {
+        let keys: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"a\x00",
+            b"abcdefgh",
+            b"abcdefgh\x00",
+            b"abcdefghi",
+            b"abcdefgz",
+            b"tenant-0042/users/\x00\x01\xffz",
+            b"tenant-0042/users/\x00\x02",
+        ];
+        for a in keys {
+            for b in keys {
+                let got = compare_words(|i| key_word(a, i), a.len(), |i| key_word(b, i), b.len());
+                assert_eq!(got, a.cmp(b), "{a:?} vs {b:?}");
+                let shared = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                assert_eq!(common_prefix(a, b), shared, "{a:?} vs {b:?}");
+            }
+        }
+    }
 
     fn store(bytes: usize) -> Vec<AtomicU64> {
         (0..words_for(bytes)).map(|_| AtomicU64::new(0)).collect()
@@ -151,7 +248,6 @@ mod tests {
                 bin.extend_into(offset, len, &mut out);
                 assert_eq!(out, bytes, "offset {offset} len {len}");
                 assert_eq!(bin.compare(offset, len, bytes), CmpOrdering::Equal);
-                assert_eq!(bin.shared(offset, len, bytes), len);
             }
         }
     }
@@ -177,8 +273,6 @@ mod tests {
                 stored[..].cmp(probe),
                 "{probe:?}"
             );
-            let shared = stored.iter().zip(probe).take_while(|(a, b)| a == b).count();
-            assert_eq!(bin.shared(5, stored.len(), probe), shared, "{probe:?}");
         }
     }
 }

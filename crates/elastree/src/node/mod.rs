@@ -269,6 +269,59 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
         Self::key_at(node, config, at)
     }
 
+    /// Splits `node` at `at` (from [`NodeRepr::split_point`]) into itself and a new right
+    /// node, which it returns with its size: a leaf keeps entries `..at` and the new node
+    /// gets `at..`; an inner node gives entry `at` up as `separator` (its child becomes the
+    /// new node's leftmost child) and the new node gets the entries after it. `separator` is
+    /// what the parent gets for the new node; `appending` says the split makes room past the
+    /// last key of the last leaf. The tree links a new leaf into the leaf chain. Write lock
+    /// held on `node`. The default allocates with [`NodeRepr::alloc_sibling`] and moves the
+    /// tail.
+    fn split_off(
+        node: &NodeHeader,
+        config: &Self::Config,
+        at: usize,
+        separator: &Self::Owned,
+        appending: bool,
+    ) -> (NonNull<NodeHeader>, usize) {
+        let _ = (separator, appending);
+        let (right_ptr, bytes) = Self::alloc_sibling(config, node);
+        // SAFETY: freshly allocated, not yet shared.
+        let right = unsafe { right_ptr.as_ref() };
+        if node.is_leaf() {
+            Self::move_tail(node, at, right, config);
+        } else {
+            let first_child = Self::value_at(node, config, at) as *mut NodeHeader;
+            Self::move_tail(node, at + 1, right, config);
+            Self::remove_at(node, config, at);
+            right.set_link(first_child);
+        }
+        (right_ptr, bytes)
+    }
+
+    /// Folds `right` into `left`, its left neighbour under the same parent: an inner pair
+    /// takes the parent's `separator` between them, with `right`'s leftmost child. Write
+    /// locks held on both; they fit ([`NodeRepr::fits_merge`]). The tree relinks the leaf
+    /// chain and retires `right`.
+    fn merge_from(
+        left: &NodeHeader,
+        right: &NodeHeader,
+        config: &Self::Config,
+        separator: Option<&Self::Owned>,
+    ) {
+        if let Some(separator) = separator {
+            let count = left.count();
+            Self::insert_at(
+                left,
+                config,
+                count,
+                Self::probe(separator),
+                right.link() as u64,
+            );
+        }
+        Self::move_tail(right, 0, left, config);
+    }
+
     /// Whether all entries of `right`, plus `extra` entries of the longest key, fit in
     /// `left`.
     fn fits_merge(
@@ -287,6 +340,17 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
 
     // Optional parts of the ADT; the defaults suit a representation with one node form and
     // its keys inside the node, and compile away.
+
+    /// Checks that a node that keeps its fence keys keeps the bounds its ancestors'
+    /// separators give it (`None`: unbounded). The default keeps no fences.
+    fn check_fences(
+        _node: &NodeHeader,
+        _config: &Self::Config,
+        _low: Option<&Self::Owned>,
+        _high: Option<&Self::Owned>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Bytes the node spends on its keys (for the tree's shape: what key compression saves).
     /// The default: the size of an owned key per entry, right for fixed-size keys stored as

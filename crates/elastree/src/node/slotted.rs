@@ -30,8 +30,14 @@ use std::cmp::Ordering as CmpOrdering;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::bytes::partial as word_of;
+use super::bytes::key_word;
 use super::{NodeHeader, NodeRepr, SearchResult};
+
+/// Up to 8 bytes as the top bytes of a big-endian word, zero below.
+#[inline]
+fn word_of(bytes: &[u8]) -> u64 {
+    key_word(bytes, 0)
+}
 
 /// Bytes of the header that precedes the words.
 const HEADER_BYTES: usize = std::mem::size_of::<NodeHeader>();

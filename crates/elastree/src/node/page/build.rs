@@ -1,0 +1,461 @@
+//! Building pages: the scratch buffer a rebuild copies entries into ([`Content`]), the shape
+//! a page of given contents gets, and the writer that lays contents out in a page.
+//!
+//! Every change that is not a plain insert or remove goes through here: an insert whose key
+//! does not share the page prefix or that finds a vector or the bin full (the page is
+//! rebuilt in place, its capacity re-partitioned), splits, merges and growth (a page built
+//! from the entries of one or two others). Entries are copied out once, with whole keys, into
+//! a per-thread buffer, so a rebuild allocates nothing once the buffer has grown.
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+
+use super::super::bytes::common_prefix;
+use super::super::bytes::key_word;
+use super::super::slotted::VarKey;
+use super::super::NodeHeader;
+use super::encode::MidWidth;
+use super::layout::{
+    FenceSpots, Form, Meta, Page, FIXED_BYTES, INLINE_BYTES, INLINE_WORDS, NO_FENCE,
+};
+use super::PageConfig;
+
+/// How much room a new page gets beyond its contents: a quarter, so that a page grows a few
+/// times between splits (each growth copies the page) while wasting at most a fifth of it.
+const GROWTH_DIVISOR: usize = 4;
+
+/// Pages are sized in whole cache lines.
+const LINE: usize = 64;
+
+/// One entry of [`Content`]: where its key is, its tid (non-unique trees) and its value.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    start: usize,
+    len: usize,
+    tid: u64,
+    value: u64,
+}
+
+/// Entries copied out of pages, their keys in one buffer, with the fences that the page built
+/// from them gets (`None`: unbounded).
+#[derive(Default)]
+pub(super) struct Content {
+    keys: Vec<u8>,
+    items: Vec<Item>,
+    /// The low fence: the smallest key the page may hold.
+    pub low: Option<VarKey>,
+    /// The high fence: every key on the page is below it.
+    pub high: Option<VarKey>,
+    /// The bin's new contents, assembled before they are stored.
+    image: Vec<u8>,
+}
+
+thread_local! {
+    /// Each thread's rebuild buffer: it grows to the largest page the thread rebuilt and is
+    /// reused from rebuild to rebuild.
+    static SCRATCH: RefCell<Content> = RefCell::new(Content::default());
+}
+
+/// Runs `f` with this thread's (cleared) rebuild buffer.
+pub(super) fn with_content<T>(f: impl FnOnce(&mut Content) -> T) -> T {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut content) => {
+            content.clear();
+            f(&mut content)
+        }
+        // Only a rebuild inside a rebuild could get here; none does, but a fresh buffer is
+        // correct anyway.
+        Err(_) => f(&mut Content::default()),
+    })
+}
+
+impl Content {
+    /// Drops every entry and fence (keeps the buffers).
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        self.items.clear();
+        self.low = None;
+        self.high = None;
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Entry `i`'s key.
+    pub fn key(&self, i: usize) -> &[u8] {
+        let item = &self.items[i];
+        &self.keys[item.start..item.start + item.len]
+    }
+
+    /// Entry `i`'s tid (0 in unique trees).
+    pub fn tid(&self, i: usize) -> u64 {
+        self.items[i].tid
+    }
+
+    /// Entry `i`'s value.
+    pub fn value(&self, i: usize) -> u64 {
+        self.items[i].value
+    }
+
+    /// Entry `i` as an owned key.
+    pub fn owned(&self, i: usize, with_tid: bool) -> VarKey {
+        VarKey {
+            bytes: self.key(i).to_vec(),
+            tid: with_tid.then(|| self.tid(i)),
+        }
+    }
+
+    /// Appends an entry.
+    pub fn push(&mut self, key: &[u8], tid: u64, value: u64) {
+        self.items.push(Item {
+            start: self.keys.len(),
+            len: key.len(),
+            tid,
+            value,
+        });
+        self.keys.extend_from_slice(key);
+    }
+
+    /// Appends entries `from..to` of `page` (clamped to its count).
+    pub fn load(&mut self, page: &Page<'_>, from: usize, to: usize) {
+        // The prefix once, then each entry's remainder after a copy of it.
+        let mut prefix = std::mem::take(&mut self.image);
+        prefix.clear();
+        page.prefix_into(page.meta(), &mut prefix);
+        for i in from..to.min(page.count()) {
+            let start = self.keys.len();
+            self.keys.extend_from_slice(&prefix);
+            page.rest_into(i, &mut self.keys);
+            self.items.push(Item {
+                start,
+                len: self.keys.len() - start,
+                tid: page.tid(i),
+                value: page.value(i),
+            });
+        }
+        self.image = prefix;
+    }
+
+    /// Takes `page`'s fences.
+    pub fn load_fences(&mut self, page: &Page<'_>) {
+        self.low = page.fence(true);
+        self.high = page.fence(false);
+    }
+
+    /// The prefix every key in `range` shares: for sorted entries, the first and last
+    /// keys' common prefix.
+    pub fn prefix_len(&self, range: Range<usize>) -> usize {
+        match range.len() {
+            0 => 0,
+            _ => common_prefix(self.key(range.start), self.key(range.end - 1)),
+        }
+    }
+
+    /// The prefix every key in `range` shares with its first key, for entries copied under
+    /// an optimistic read: they may be torn and unsorted, so every key is compared, and
+    /// sizing them never overruns a key.
+    pub fn torn_prefix_len(&self, range: Range<usize>) -> usize {
+        let Some(first) = range.clone().next() else {
+            return 0;
+        };
+        let head = self.key(first);
+        range.skip(1).fold(head.len(), |shared, i| {
+            shared.min(common_prefix(&head[..shared], self.key(i)))
+        })
+    }
+
+    /// Bin bytes a page holding entries `range` under a prefix of `prefix_len` bytes needs:
+    /// the prefix, the fences and every suffix.
+    pub fn bin_bytes(&self, range: Range<usize>, prefix_len: usize, form: Form) -> usize {
+        let suffixes: usize = range
+            .map(|i| {
+                let key = self.key(i);
+                let rest = &key[prefix_len.min(key.len())..];
+                rest.len() - form.mid.encode(rest).1
+            })
+            .sum();
+        prefix_len
+            + fence_bytes(self.low.as_ref(), form.with_tid)
+            + fence_bytes(self.high.as_ref(), form.with_tid)
+            + suffixes
+    }
+
+    /// The bytes a page holding entries `range` needs at least.
+    pub fn needed_bytes(&self, range: Range<usize>, form: Form) -> usize {
+        let prefix = self.prefix_len(range.clone());
+        let bin = self.bin_bytes(range.clone(), prefix, form);
+        needed(range.len(), bin, form)
+    }
+}
+
+/// Bin bytes a fence takes.
+fn fence_bytes(fence: Option<&VarKey>, with_tid: bool) -> usize {
+    fence.map_or(0, |f| f.bytes.len() + if with_tid { 8 } else { 0 })
+}
+
+/// The bytes a page holding `count` entries and `bin` bytes in its bin needs at least.
+pub(super) fn needed(count: usize, bin: usize, form: Form) -> usize {
+    FIXED_BYTES + form.vector_bytes(count) + bin.next_multiple_of(8)
+}
+
+/// The capacity of a page of `bytes` bytes holding `count` entries and `bin` bin bytes: the
+/// free bytes are shared between entry slots and the bin in the proportion the contents
+/// have, so that both run out at about the same time.
+fn partition(bytes: usize, count: usize, bin: usize, form: Form, max_entries: usize) -> usize {
+    let slot = form.slot_bytes();
+    let free = bytes.saturating_sub(needed(count, bin, form));
+    let slots = count * slot;
+    let share = match count {
+        0 => free / 2,
+        _ => free * slots / (slots + bin),
+    };
+    (count + share / slot)
+        .min(max_entries)
+        .min(form.max_cap(bytes))
+        .max(count)
+}
+
+/// The size of a new page for contents needing `needed` bytes, with room to grow by a
+/// quarter, in whole cache lines, at most `max_bytes` (and never below `needed`).
+pub(super) fn grown_bytes(needed: usize, max_bytes: usize) -> usize {
+    let target = (needed + needed / GROWTH_DIVISOR).next_multiple_of(LINE);
+    target.min(max_bytes).max(needed.next_multiple_of(8))
+}
+
+/// Writes entries `range` of `content`, with its fences, into `node` (a page of `config`;
+/// write lock held, or unpublished), choosing its prefix (the entries' common prefix) and
+/// re-partitioning its bytes between entry slots and bin. The entries are sorted and fit
+/// (`needed_bytes` at most the page's size).
+pub(super) fn write(
+    node: &NodeHeader,
+    config: &PageConfig,
+    content: &mut Content,
+    range: Range<usize>,
+) {
+    let (form, with_tid) = (config.form, config.with_tid);
+    let count = range.len();
+    let prefix_len = content.prefix_len(range.clone());
+    let bin_need = content.bin_bytes(range.clone(), prefix_len, form);
+    let bytes = Page::bytes_of(node);
+    debug_assert!(
+        needed(count, bin_need, form) <= bytes,
+        "contents overflow the page"
+    );
+    let max_entries = config.max_entries(node.level());
+    let cap = partition(bytes, count, bin_need, form, max_entries);
+    Page::set_shape(node, bytes, cap, form);
+    let page = Page::of(node, form);
+
+    // The bin's contents, laid out up to its end: the suffixes in entry order, the fences,
+    // the prefix. `image` starts at the word that holds the first of them.
+    let start = page.bin_len - bin_need;
+    let mut image = std::mem::take(&mut content.image);
+    image.clear();
+    image.resize(start % 8, 0);
+    let at = |image: &Vec<u8>| start + image.len() - start % 8;
+    for (slot, i) in range.clone().enumerate() {
+        let key = content.key(i);
+        let rest = &key[prefix_len..];
+        let (mid, in_mid) = form.mid.encode(rest);
+        let suffix = &rest[in_mid..];
+        let offset = at(&image);
+        image.extend_from_slice(suffix);
+        page.set_entry(
+            slot,
+            mid,
+            (offset, suffix.len()),
+            content.tid(i),
+            content.value(i),
+        );
+    }
+    let spot = |fence: Option<&VarKey>, image: &mut Vec<u8>| match fence {
+        None => (0, NO_FENCE),
+        Some(f) => {
+            let offset = at(image);
+            image.extend_from_slice(&f.bytes);
+            if with_tid {
+                image.extend_from_slice(&f.tid.unwrap_or(0).to_be_bytes());
+            }
+            (offset, f.bytes.len())
+        }
+    };
+    let spots = FenceSpots {
+        low: spot(content.low.as_ref(), &mut image),
+        high: spot(content.high.as_ref(), &mut image),
+    };
+    let prefix_offset = at(&image);
+    if count > 0 {
+        image.extend_from_slice(&content.key(range.start)[..prefix_len]);
+    }
+    debug_assert_eq!(at(&image), page.bin_len);
+    page.bin.store_words(start / 8, &image);
+    content.image = image;
+
+    let prefix = if count > 0 {
+        &content.key(range.start)[..prefix_len]
+    } else {
+        &[][..]
+    };
+    for w in 0..INLINE_WORDS {
+        page.set_inline_word(
+            w,
+            key_word(&prefix[..prefix.len().min(INLINE_BYTES)], 8 * w),
+        );
+    }
+    page.set_fence_spots(spots);
+    page.set_meta(Meta {
+        prefix_len,
+        prefix_offset,
+        top: bin_need,
+        live: bin_need,
+    });
+    node.set_count(count);
+}
+
+/// Copies page `src` into `dst`, an unpublished page with room for everything `src` has
+/// handed out: the same prefix, entries and fences, its bytes re-partitioned between slots and
+/// bin, the bin's handed-out bytes moved as whole words and every offset into them shifted
+/// (no key is decoded: growing a page costs a copy). Write lock held on `src`.
+pub(super) fn copy_grown(src: &NodeHeader, dst: &NodeHeader, config: &PageConfig) {
+    let form = config.form;
+    let from = Page::of(src, form);
+    let count = from.count();
+    let meta = from.meta();
+    let bytes = Page::bytes_of(dst);
+    debug_assert!(needed(count, meta.top, form) <= bytes);
+    let max_entries = config.max_entries(dst.level());
+    let cap = partition(bytes, count, meta.top, form, max_entries);
+    Page::set_shape(dst, bytes, cap, form);
+    let to = Page::of(dst, form);
+    // Both bins end on a word boundary, so the handed-out bytes keep their place in a word.
+    let (start, to_start) = (from.bin_len - meta.top, to.bin_len - meta.top);
+    let shift = |offset: usize| offset + to_start - start;
+    for w in 0..(from.bin_len / 8 - start / 8) {
+        to.bin
+            .store_word(to_start / 8 + w, from.bin.word(start / 8 + w));
+    }
+    for i in 0..count {
+        let (offset, len) = from.suffix_at(i);
+        to.set_entry(
+            i,
+            from.mid(i),
+            (shift(offset), len),
+            from.tid(i),
+            from.value(i),
+        );
+    }
+    for w in 0..INLINE_WORDS {
+        to.set_inline_word(w, from.inline_word(w));
+    }
+    let spots = from.fence_spots();
+    let moved = |(offset, len): (usize, usize)| match len {
+        NO_FENCE => (0, NO_FENCE),
+        _ => (shift(offset), len),
+    };
+    to.set_fence_spots(FenceSpots {
+        low: moved(spots.low),
+        high: moved(spots.high),
+    });
+    to.set_meta(Meta {
+        prefix_offset: shift(meta.prefix_offset),
+        ..meta
+    });
+    dst.set_count(count);
+}
+
+/// Gives `node` a capacity of `cap` entries in place, its bin taking or giving the bytes the
+/// slots give or take: the vectors move (the mid-keys stay put), the bin's handed-out bytes
+/// stay where they are at the page's end and every offset into them is shifted. No key is
+/// decoded: an entry slot or bin bytes found short while the page still has room cost a move
+/// of the vectors, not a rebuild. Write lock held; `count <= cap` and the new bin holds
+/// everything handed out.
+pub(super) fn relayout(node: &NodeHeader, config: &PageConfig, cap: usize) {
+    let (form, with_tid) = (config.form, config.with_tid);
+    let old = Page::of(node, form);
+    let count = old.count();
+    let meta = old.meta();
+    let spots = old.fence_spots();
+    let bytes = old.bytes;
+    debug_assert!(count <= cap && cap <= form.max_cap(bytes));
+    Page::set_shape(node, bytes, cap, form);
+    let new = Page::of(node, form);
+    debug_assert!(meta.top <= new.bin_len);
+    // Offsets count from the bin's start, which moves by the bytes the slots gain.
+    let shift = |offset: usize| offset + new.bin_len - old.bin_len;
+    let loc = |i: usize| {
+        let (offset, len) = old.suffix_at(i);
+        ((shift(offset) as u32) << 16) | len as u32
+    };
+    // The vectors after the mid-keys, in address order (see `layout.rs`). Each moves away
+    // from the mid-keys when the capacity grows (so the furthest moves first, each from its
+    // end) and towards them when it shrinks (the nearest first, each from its start); either
+    // way no vector is overwritten before it has moved.
+    #[derive(Clone, Copy)]
+    enum Vector {
+        Locs,
+        Values,
+        Tids,
+    }
+    let order = match form.mid {
+        MidWidth::Four => [Vector::Locs, Vector::Values, Vector::Tids],
+        MidWidth::Eight => [Vector::Values, Vector::Tids, Vector::Locs],
+    };
+    let move_one = |vector: Vector, i: usize| match vector {
+        Vector::Locs => new.locs[i].store(loc(i), Ordering::Relaxed),
+        Vector::Values => new.values[i].store(old.value(i), Ordering::Relaxed),
+        Vector::Tids if with_tid => new.tids[i].store(old.tid(i), Ordering::Relaxed),
+        Vector::Tids => {}
+    };
+    if cap > old.cap {
+        for &vector in order.iter().rev() {
+            for i in (0..count).rev() {
+                move_one(vector, i);
+            }
+        }
+    } else {
+        for &vector in &order {
+            for i in 0..count {
+                move_one(vector, i);
+            }
+        }
+    }
+    let moved = |(offset, len): (usize, usize)| match len {
+        NO_FENCE => (0, NO_FENCE),
+        _ => (shift(offset), len),
+    };
+    new.set_fence_spots(FenceSpots {
+        low: moved(spots.low),
+        high: moved(spots.high),
+    });
+    new.set_meta(Meta {
+        prefix_offset: shift(meta.prefix_offset),
+        ..meta
+    });
+}
+
+/// The capacity that shares the free bytes of `node` between slots and bin after one more
+/// entry with a suffix of `suffix_len` bytes (see `partition`), if that entry then fits
+/// without rebuilding the bin (its handed-out bytes, dead ones included, stay).
+pub(super) fn capacity_for_one_more(
+    node: &NodeHeader,
+    config: &PageConfig,
+    suffix_len: usize,
+) -> Option<usize> {
+    let page = Page::of(node, config.form);
+    let count = page.count();
+    let top = page.meta().top + suffix_len;
+    if needed(count + 1, top, config.form) > page.bytes {
+        return None;
+    }
+    let cap = partition(
+        page.bytes,
+        count + 1,
+        top,
+        config.form,
+        config.max_entries(node.level()),
+    );
+    Some(cap)
+}

@@ -1,0 +1,430 @@
+//! The byte layout of an optimized page and the view ([`Page`]) that reads and writes it
+//! through atomics.
+//!
+//! ```text
+//! bytes 0..24     NodeHeader (lock, count, level, format, link)
+//! bytes 24..32    shape: page bytes (high 32 bits, fixed at allocation) | capacity (low 16)
+//! bytes 32..40    meta:  prefix length | prefix offset | bin top | bin live   (4 x u16)
+//! bytes 40..64    the prefix's first 24 bytes, in 3 big-endian words (zero past its end)
+//! 64..            mids:     cap x u32 (or u64) the 4 (or 8) key bytes after the prefix,
+//!                                        encoded (encode.rs)
+//!                 suffixes: cap x u32    suffix offset in the bin (high 16) | length (low 16)
+//!                 values:   cap x u64    tid (leaf) or child pointer (inner)
+//!                 tids:     cap x u64    non-unique trees only: the tid part of the key
+//!                 fences:   u64          low offset | low length | high offset | high length
+//!                 bin:      the rest but a pad word: prefix, fences, suffixes, from its end
+//! ```
+//!
+//! With 8-byte mid-keys the suffix locations follow the tids instead, so that every u64
+//! vector stays 8-byte aligned; the fence word starts at the next multiple of 8.
+//!
+//! Invariants (when no writer holds the lock):
+//!
+//! * the page's size never changes after allocation; its capacity changes only when a
+//!   writer rebuilds or re-lays the page out, and `80 + round8(cap * slot) <= bytes` (`slot`
+//!   = the mid-key's bytes + 12, and 8 more with tids), so the bin has room for its pad word
+//!   at least;
+//! * `count <= cap`; the bin's bytes `bin - top .. bin` are handed out, of which `live` are
+//!   in use (the prefix, the fences and the entries' suffixes; a removed entry's suffix is
+//!   dead until the page is rebuilt);
+//! * the prefix lies at `prefix offset` in the bin, and its first 24 bytes are repeated in
+//!   the header (so that a search compares a short prefix without touching the bin);
+//! * a fence of length `NO_FENCE` is absent (unbounded); in non-unique trees a fence's tid
+//!   follows its bytes in the bin as 8 big-endian bytes.
+//!
+//! Everything a search reads first (the lock, the count, the shape, the prefix) lies in the
+//! page's first 64 bytes; the mid-keys start on the next cache line, and mid-keys, suffix
+//! locations and values are separate vectors, so a search reads only mid-keys until it needs
+//! more.
+//!
+//! Every field is an atomic; readers clamp every index, offset and length they derive, so a
+//! page read while a writer rebuilds it (even with another capacity) gives wrong answers
+//! that the version check rejects, never an out-of-bounds access.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::super::bytes::{words_for, WordBytes};
+use super::super::NodeHeader;
+use super::encode::{MidSlot, MidWidth};
+
+/// Bytes of the node header.
+pub(super) const HEADER_BYTES: usize = std::mem::size_of::<NodeHeader>();
+/// Where the shape word is.
+const SHAPE_AT: usize = HEADER_BYTES;
+/// Where the meta word is.
+const META_AT: usize = SHAPE_AT + 8;
+/// Where the inline prefix words are.
+const INLINE_AT: usize = META_AT + 8;
+/// Words of the prefix repeated in the header.
+pub(super) const INLINE_WORDS: usize = 3;
+/// Bytes of the prefix repeated in the header.
+pub(super) const INLINE_BYTES: usize = 8 * INLINE_WORDS;
+/// Where the vectors start: the page's second cache line.
+pub(super) const VECTORS_AT: usize = INLINE_AT + INLINE_BYTES;
+const _: () = assert!(HEADER_BYTES == 24 && VECTORS_AT == 64);
+
+/// Bytes a page spends besides its vectors and its bin's contents: the header, the fence
+/// word and the bin's pad word.
+pub(super) const FIXED_BYTES: usize = VECTORS_AT + 8 + 8;
+
+/// The most entries a page holds (its capacity is a 16-bit field).
+pub(super) const MAX_CAP: usize = u16::MAX as usize;
+
+/// The length of an absent (unbounded) fence.
+pub(super) const NO_FENCE: usize = u16::MAX as usize;
+
+/// What decides a page's layout besides its size and capacity: whether keys carry tids and
+/// how wide the mid-keys are (the same for every page of a tree).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Form {
+    pub with_tid: bool,
+    pub mid: MidWidth,
+}
+
+impl Form {
+    /// Bytes of one entry's vector slots.
+    #[inline]
+    pub const fn slot_bytes(self) -> usize {
+        self.mid.bytes() + 4 + 8 + if self.with_tid { 8 } else { 0 }
+    }
+
+    /// Bytes of the vectors of `cap` entries, rounded up to a word.
+    #[inline]
+    pub const fn vector_bytes(self, cap: usize) -> usize {
+        (cap * self.slot_bytes()).next_multiple_of(8)
+    }
+
+    /// The most entries a page of `bytes` bytes can have with an empty bin.
+    #[inline]
+    pub const fn max_cap(self, bytes: usize) -> usize {
+        let cap = bytes.saturating_sub(FIXED_BYTES) / self.slot_bytes();
+        if cap < MAX_CAP {
+            cap
+        } else {
+            MAX_CAP
+        }
+    }
+
+    /// Bin bytes of a page of `bytes` bytes with capacity `cap` (at most `max_cap`).
+    #[inline]
+    pub const fn bin_bytes(self, bytes: usize, cap: usize) -> usize {
+        bytes - FIXED_BYTES - self.vector_bytes(cap)
+    }
+}
+
+/// A page's mid-key vector, of either width.
+#[derive(Clone, Copy)]
+pub(super) enum Mids<'n> {
+    Four(&'n [AtomicU32]),
+    Eight(&'n [AtomicU64]),
+}
+
+/// The meta word: where the prefix is and how much of the bin is handed out and live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Meta {
+    pub prefix_len: usize,
+    pub prefix_offset: usize,
+    /// Bytes handed out from the bin's end.
+    pub top: usize,
+    /// Bytes of the prefix, the fences and the live suffixes.
+    pub live: usize,
+}
+
+impl Meta {
+    fn pack(self) -> u64 {
+        (self.prefix_len as u64) << 48
+            | (self.prefix_offset as u64) << 32
+            | (self.top as u64) << 16
+            | self.live as u64
+    }
+
+    fn unpack(word: u64) -> Self {
+        Meta {
+            prefix_len: (word >> 48) as u16 as usize,
+            prefix_offset: (word >> 32) as u16 as usize,
+            top: (word >> 16) as u16 as usize,
+            live: word as u16 as usize,
+        }
+    }
+}
+
+/// Where a page's fences are in its bin: `(offset, length)`, length [`NO_FENCE`] for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FenceSpots {
+    pub low: (usize, usize),
+    pub high: (usize, usize),
+}
+
+impl FenceSpots {
+    fn pack(self) -> u64 {
+        (self.low.0 as u64) << 48
+            | (self.low.1 as u64) << 32
+            | (self.high.0 as u64) << 16
+            | self.high.1 as u64
+    }
+
+    fn unpack(word: u64) -> Self {
+        FenceSpots {
+            low: ((word >> 48) as u16 as usize, (word >> 32) as u16 as usize),
+            high: ((word >> 16) as u16 as usize, word as u16 as usize),
+        }
+    }
+}
+
+/// A view of one page: its vectors and bin, located from its shape word.
+pub(super) struct Page<'n> {
+    pub node: &'n NodeHeader,
+    /// The page's size in bytes.
+    pub bytes: usize,
+    /// Entries the vectors hold.
+    pub cap: usize,
+    pub form: Form,
+    meta: &'n AtomicU64,
+    inline: &'n [AtomicU64],
+    pub mids: Mids<'n>,
+    pub locs: &'n [AtomicU32],
+    pub values: &'n [AtomicU64],
+    pub tids: &'n [AtomicU64],
+    fences: &'n AtomicU64,
+    pub bin: WordBytes<'n>,
+    /// Bytes of the bin (its pad word excluded).
+    pub bin_len: usize,
+}
+
+/// The shape word of a page.
+#[inline]
+fn shape_word(node: &NodeHeader) -> &AtomicU64 {
+    let base = node as *const NodeHeader as *const u8;
+    // SAFETY: every page begins with the header and the shape word (allocated by
+    // `alloc_page`, which sizes it at least `FIXED_BYTES`); the word is an atomic.
+    unsafe { &*(base.add(SHAPE_AT) as *const AtomicU64) }
+}
+
+impl<'n> Page<'n> {
+    /// The view of `node`, a page of a tree whose pages have `form`.
+    #[inline]
+    pub fn of(node: &'n NodeHeader, form: Form) -> Self {
+        let word = shape_word(node).load(Ordering::Relaxed);
+        let bytes = (word >> 32) as usize;
+        debug_assert!(bytes >= FIXED_BYTES, "a page without a shape");
+        let cap = (word as u16 as usize).min(form.max_cap(bytes));
+        let tid_slots = if form.with_tid { cap } else { 0 };
+        let bin_len = form.bin_bytes(bytes, cap);
+        let base = node as *const NodeHeader as *const u8;
+        let wide = form.mid == MidWidth::Eight;
+        // SAFETY: the page was allocated with `bytes` bytes (the shape's size never changes),
+        // and `cap` is clamped so that the header, `cap` mid-keys, suffix locations and
+        // values (plus `tid_slots` tids), the fence word and the bin with its pad word fit in
+        // them. With 4-byte mid-keys the vectors are mids, locations, values, tids; with
+        // 8-byte ones mids, values, tids, locations: either way every u64 vector starts at
+        // `64 + 8 * cap` or `64 + 16 * cap`, a multiple of 8 (pages are 8-aligned), and the
+        // fence word at the next multiple of 8 after the vectors. Every field is used only
+        // through atomics, so shared references are sound under concurrent access.
+        unsafe {
+            let mids = base.add(VECTORS_AT);
+            let after_mids = mids.add(form.mid.bytes() * cap);
+            let (locs, values) = if wide {
+                (after_mids.add(8 * (cap + tid_slots)), after_mids)
+            } else {
+                (after_mids, after_mids.add(4 * cap))
+            };
+            let tids = values.add(8 * cap);
+            let fences = base.add(VECTORS_AT + form.vector_bytes(cap));
+            let bin = fences.add(8);
+            Page {
+                node,
+                bytes,
+                cap,
+                form,
+                meta: &*(base.add(META_AT) as *const AtomicU64),
+                inline: std::slice::from_raw_parts(
+                    base.add(INLINE_AT) as *const AtomicU64,
+                    INLINE_WORDS,
+                ),
+                mids: if wide {
+                    Mids::Eight(std::slice::from_raw_parts(mids as *const AtomicU64, cap))
+                } else {
+                    Mids::Four(std::slice::from_raw_parts(mids as *const AtomicU32, cap))
+                },
+                locs: std::slice::from_raw_parts(locs as *const AtomicU32, cap),
+                values: std::slice::from_raw_parts(values as *const AtomicU64, cap),
+                tids: std::slice::from_raw_parts(tids as *const AtomicU64, tid_slots),
+                fences: &*(fences as *const AtomicU64),
+                bin: WordBytes::new(std::slice::from_raw_parts(
+                    bin as *const AtomicU64,
+                    words_for(bin_len),
+                )),
+                bin_len,
+            }
+        }
+    }
+
+    /// Writes the shape word of a page being allocated or rebuilt (write lock held, or
+    /// unpublished). `cap` must leave the bin its pad word.
+    pub fn set_shape(node: &NodeHeader, bytes: usize, cap: usize, form: Form) {
+        debug_assert!(bytes % 8 == 0 && cap <= form.max_cap(bytes));
+        shape_word(node).store((bytes as u64) << 32 | cap as u64, Ordering::Relaxed);
+    }
+
+    /// The page's size in bytes as its shape word gives it (fixed at allocation).
+    #[inline]
+    pub fn bytes_of(node: &NodeHeader) -> usize {
+        (shape_word(node).load(Ordering::Relaxed) >> 32) as usize
+    }
+
+    /// The count, clamped to the capacity.
+    #[inline]
+    pub fn count(&self) -> usize {
+        self.node.count().min(self.cap)
+    }
+
+    #[inline]
+    pub fn meta(&self) -> Meta {
+        Meta::unpack(self.meta.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    pub fn set_meta(&self, meta: Meta) {
+        self.meta.store(meta.pack(), Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub fn fence_spots(&self) -> FenceSpots {
+        FenceSpots::unpack(self.fences.load(Ordering::Relaxed))
+    }
+
+    pub fn set_fence_spots(&self, spots: FenceSpots) {
+        self.fences.store(spots.pack(), Ordering::Relaxed);
+    }
+
+    /// Word `w` of the prefix's copy in the header.
+    #[inline]
+    pub fn inline_word(&self, w: usize) -> u64 {
+        self.inline[w.min(INLINE_WORDS - 1)].load(Ordering::Relaxed)
+    }
+
+    pub fn set_inline_word(&self, w: usize, word: u64) {
+        self.inline[w].store(word, Ordering::Relaxed);
+    }
+
+    /// The 8 prefix bytes from `at` on (`at` a multiple of 8): from the header for the first
+    /// 24, from the bin after.
+    #[inline]
+    pub fn prefix_word(&self, meta: Meta, at: usize) -> u64 {
+        if at < INLINE_BYTES {
+            self.inline_word(at / 8)
+        } else {
+            self.bin.window(meta.prefix_offset + at)
+        }
+    }
+
+    /// Entry `i`'s mid-key, zero-extended.
+    #[inline]
+    pub fn mid(&self, i: usize) -> u64 {
+        match self.mids {
+            Mids::Four(m) => m.get(i).map_or(0, MidSlot::value),
+            Mids::Eight(m) => m.get(i).map_or(0, MidSlot::value),
+        }
+    }
+
+    /// Suffix location of entry `i`: (offset, length).
+    #[inline]
+    pub fn suffix_at(&self, i: usize) -> (usize, usize) {
+        let word = self.locs.get(i).map_or(0, |l| l.load(Ordering::Relaxed));
+        ((word >> 16) as usize, (word & 0xffff) as usize)
+    }
+
+    #[inline]
+    pub fn value(&self, i: usize) -> u64 {
+        self.values.get(i).map_or(0, |v| v.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    pub fn tid(&self, i: usize) -> u64 {
+        self.tids.get(i).map_or(0, |t| t.load(Ordering::Relaxed))
+    }
+
+    /// Whether keys carry tids (a non-unique tree).
+    #[inline]
+    pub fn with_tid(&self) -> bool {
+        self.form.with_tid
+    }
+
+    /// Writes entry `i`'s vector slots. Write lock held.
+    #[inline]
+    pub fn set_entry(&self, i: usize, mid: u64, loc: (usize, usize), tid: u64, value: u64) {
+        match self.mids {
+            Mids::Four(m) => m[i].store(mid as u32, Ordering::Relaxed),
+            Mids::Eight(m) => m[i].store(mid, Ordering::Relaxed),
+        }
+        self.locs[i].store(((loc.0 as u32) << 16) | loc.1 as u32, Ordering::Relaxed);
+        if let Some(slot) = self.tids.get(i) {
+            slot.store(tid, Ordering::Relaxed);
+        }
+        self.values[i].store(value, Ordering::Release);
+    }
+
+    /// Moves entries `from..count` one slot right (to make room at `from`). Write lock held;
+    /// `count < cap`.
+    #[inline]
+    pub fn shift_right(&self, from: usize, count: usize) {
+        match self.mids {
+            Mids::Four(m) => shift_right(&m[from..=count]),
+            Mids::Eight(m) => shift_right(&m[from..=count]),
+        }
+        shift_right(&self.locs[from..=count]);
+        shift_right(&self.values[from..=count]);
+        if self.form.with_tid {
+            shift_right(&self.tids[from..=count]);
+        }
+    }
+
+    /// Moves entries `from + 1..count` one slot left (over entry `from`). Write lock held.
+    #[inline]
+    pub fn shift_left(&self, from: usize, count: usize) {
+        match self.mids {
+            Mids::Four(m) => shift_left(&m[from..count]),
+            Mids::Eight(m) => shift_left(&m[from..count]),
+        }
+        shift_left(&self.locs[from..count]);
+        shift_left(&self.values[from..count]);
+        if self.form.with_tid {
+            shift_left(&self.tids[from..count]);
+        }
+    }
+}
+
+/// An atomic vector element that shifts can move.
+pub(super) trait Slot {
+    fn copy_from(&self, other: &Self);
+}
+
+impl Slot for AtomicU32 {
+    #[inline(always)]
+    fn copy_from(&self, other: &Self) {
+        self.store(other.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+impl Slot for AtomicU64 {
+    #[inline(always)]
+    fn copy_from(&self, other: &Self) {
+        self.store(other.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+/// Moves `slots[..len - 1]` one place right, last first.
+#[inline]
+fn shift_right<T: Slot>(slots: &[T]) {
+    for j in (1..slots.len()).rev() {
+        slots[j].copy_from(&slots[j - 1]);
+    }
+}
+
+/// Moves `slots[1..]` one place left, first first.
+#[inline]
+fn shift_left<T: Slot>(slots: &[T]) {
+    for j in 1..slots.len() {
+        slots[j - 1].copy_from(&slots[j]);
+    }
+}

@@ -1,0 +1,249 @@
+//! Reading a page: a key against the page prefix, the binary search over the mid-key vector
+//! (the Bw-tree paper's Figure 7), and entries' keys and fences.
+
+use std::cmp::Ordering as CmpOrdering;
+
+use super::super::bytes::{key_word, top_bytes};
+use super::super::slotted::{VarKey, VarProbe};
+use super::super::{prefetch, SearchResult};
+use super::encode::MidSlot;
+use super::layout::{Meta, Mids, Page, NO_FENCE};
+
+/// A probe's key after the page prefix: its encoded mid-key, its suffix and its tid.
+#[derive(Clone, Copy)]
+struct Remainder<'a> {
+    mid: u64,
+    suffix: &'a [u8],
+    tid: Option<u64>,
+}
+
+/// Below this many candidates, a search prefetches the values and suffix locations it may
+/// read at its end: the 8 values of one cache line (and their suffix locations, 16 to a line).
+const PREFETCH_SPAN: usize = 8;
+
+impl Page<'_> {
+    /// How `key` compares with the page's keys through the prefix: `Equal` if it starts with
+    /// the prefix, `Less` if it sorts before every key that does, `Greater` if after.
+    #[inline]
+    pub fn against_prefix(&self, meta: Meta, key: &[u8]) -> CmpOrdering {
+        let n = meta.prefix_len.min(key.len());
+        let mut i = 0;
+        while i < n {
+            let mask = top_bytes((n - i).min(8));
+            let stored = self.prefix_word(meta, i) & mask;
+            let wanted = key_word(key, i) & mask;
+            if stored != wanted {
+                // Every key on the page starts with the prefix: it orders them all.
+                return wanted.cmp(&stored);
+            }
+            i += 8;
+        }
+        if key.len() < meta.prefix_len {
+            // A proper prefix of the page prefix sorts first.
+            CmpOrdering::Less
+        } else {
+            CmpOrdering::Equal
+        }
+    }
+
+    /// How many bytes of the prefix `key` starts with.
+    #[inline]
+    pub fn shared_prefix(&self, meta: Meta, key: &[u8]) -> usize {
+        let n = meta.prefix_len.min(key.len());
+        let mut i = 0;
+        while i < n {
+            let diff = (self.prefix_word(meta, i) ^ key_word(key, i)) & top_bytes((n - i).min(8));
+            if diff != 0 {
+                return i + (diff.leading_zeros() / 8) as usize;
+            }
+            i += 8;
+        }
+        n
+    }
+
+    /// Compares entry `i` with a probe whose mid-key equals the entry's: by suffix, then
+    /// (non-unique trees) by tid.
+    #[inline(always)]
+    pub fn compare_tail(&self, i: usize, suffix: &[u8], tid: Option<u64>) -> CmpOrdering {
+        let (offset, len) = self.suffix_at(i);
+        match self.bin.compare(offset, len, suffix) {
+            CmpOrdering::Equal => {}
+            other => return other,
+        }
+        match tid {
+            Some(tid) if self.with_tid() => self.tid(i).cmp(&tid),
+            _ => CmpOrdering::Equal,
+        }
+    }
+
+    /// Searches for `probe`; tolerant of torn contents.
+    #[inline]
+    pub fn search(&self, probe: VarProbe<'_>) -> SearchResult {
+        let count = self.count();
+        // Start loading the mid-keys the binary search will touch, in parallel.
+        match self.mids {
+            Mids::Four(m) => prefetch(&m[..count]),
+            Mids::Eight(m) => prefetch(&m[..count]),
+        }
+        let meta = self.meta();
+        let key = probe.bytes();
+        match self.against_prefix(meta, key) {
+            CmpOrdering::Less => {
+                return SearchResult {
+                    pos: 0,
+                    found: false,
+                }
+            }
+            CmpOrdering::Greater => {
+                return SearchResult {
+                    pos: count,
+                    found: false,
+                }
+            }
+            CmpOrdering::Equal if count == 0 => {
+                return SearchResult {
+                    pos: 0,
+                    found: false,
+                }
+            }
+            CmpOrdering::Equal => {}
+        }
+        let rest = &key[meta.prefix_len.min(key.len())..];
+        let (mid, in_mid) = self.form.mid.encode(rest);
+        let probe = Remainder {
+            mid,
+            suffix: &rest[in_mid..],
+            tid: probe.tid(),
+        };
+        match self.mids {
+            Mids::Four(m) => self.search_mids(&m[..count], probe),
+            Mids::Eight(m) => self.search_mids(&m[..count], probe),
+        }
+    }
+
+    /// The search of the paper's Figure 7 over `mids` (the page's mid-keys, of one width):
+    /// `lower` ends at the last entry not above the probe (or at 0); a mid-key tie compares
+    /// the tails, and an equal tail ends it. Once few candidates are left, their values and
+    /// suffix locations start loading.
+    #[inline(always)]
+    fn search_mids<M: MidSlot>(&self, mids: &[M], probe: Remainder<'_>) -> SearchResult {
+        let count = mids.len();
+        let (mut lower, mut n) = (0, count);
+        while n > PREFETCH_SPAN {
+            let half = n / 2;
+            let middle = lower + half;
+            let at = mids[middle].value();
+            if at != probe.mid {
+                lower = if probe.mid < at { lower } else { middle };
+            } else {
+                match self.compare_tail(middle, probe.suffix, probe.tid) {
+                    CmpOrdering::Less => lower = middle,
+                    CmpOrdering::Greater => {}
+                    CmpOrdering::Equal => {
+                        return SearchResult {
+                            pos: middle,
+                            found: true,
+                        }
+                    }
+                }
+            }
+            n -= half;
+        }
+        let end = (lower + n).min(count);
+        prefetch(&self.values[lower..end]);
+        prefetch(&self.locs[lower..end]);
+        while n > 1 {
+            let half = n / 2;
+            let middle = lower + half;
+            let at = mids[middle].value();
+            if at != probe.mid {
+                lower = if probe.mid < at { lower } else { middle };
+            } else {
+                match self.compare_tail(middle, probe.suffix, probe.tid) {
+                    CmpOrdering::Less => lower = middle,
+                    CmpOrdering::Greater => {}
+                    CmpOrdering::Equal => {
+                        return SearchResult {
+                            pos: middle,
+                            found: true,
+                        }
+                    }
+                }
+            }
+            n -= half;
+        }
+        let last = match mids.get(lower).map_or(0, MidSlot::value).cmp(&probe.mid) {
+            CmpOrdering::Equal => self.compare_tail(lower, probe.suffix, probe.tid),
+            other => other,
+        };
+        match last {
+            CmpOrdering::Less => SearchResult {
+                pos: lower + 1,
+                found: false,
+            },
+            CmpOrdering::Equal => SearchResult {
+                pos: lower,
+                found: true,
+            },
+            CmpOrdering::Greater => SearchResult {
+                pos: lower,
+                found: false,
+            },
+        }
+    }
+
+    /// Appends the page prefix to `out`.
+    #[inline]
+    pub fn prefix_into(&self, meta: Meta, out: &mut Vec<u8>) {
+        self.bin
+            .extend_into(meta.prefix_offset, meta.prefix_len, out);
+    }
+
+    /// Appends entry `i`'s key after the prefix (its mid-key bytes and suffix) to `out`.
+    #[inline]
+    pub fn rest_into(&self, i: usize, out: &mut Vec<u8>) {
+        let mid = self.mid(i);
+        let (offset, len) = self.suffix_at(i);
+        out.reserve(8 + len);
+        let width = self.form.mid;
+        for &b in &width.mid_bytes(mid)[..width.held(mid)] {
+            out.push(b);
+        }
+        self.bin.extend_into(offset, len, out);
+    }
+
+    /// Appends entry `i`'s whole key to `out` (prefix, mid-key bytes, suffix).
+    #[inline]
+    pub fn key_into(&self, i: usize, out: &mut Vec<u8>) {
+        self.prefix_into(self.meta(), out);
+        self.rest_into(i, out);
+    }
+
+    /// Entry `i`'s key into `out`, reusing its buffer.
+    #[inline]
+    pub fn var_key_into(&self, i: usize, out: &mut VarKey) {
+        out.bytes.clear();
+        self.key_into(i, &mut out.bytes);
+        out.tid = self.with_tid().then(|| self.tid(i));
+    }
+
+    /// Entry `i` as an owned key.
+    pub fn key(&self, i: usize) -> VarKey {
+        let mut key = VarKey::default();
+        self.var_key_into(i, &mut key);
+        key
+    }
+
+    /// The page's low fence (`low`) or high fence, `None` when unbounded.
+    pub fn fence(&self, low: bool) -> Option<VarKey> {
+        let spots = self.fence_spots();
+        let (offset, len) = if low { spots.low } else { spots.high };
+        if len == NO_FENCE {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(len);
+        self.bin.extend_into(offset, len, &mut bytes);
+        let tid = self.with_tid().then(|| self.bin.window(offset + len));
+        Some(VarKey { bytes, tid })
+    }
+}

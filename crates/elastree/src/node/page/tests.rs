@@ -1,0 +1,383 @@
+//! Unit tests of single pages: searches, prefix changes, splits and merges with their fences,
+//! growth, tids, and sizing copies that a concurrent writer tore.
+
+use super::build::{with_content, Content};
+use super::layout::Page;
+use super::split::{choose_split, fits_merge, merge_from, replacement, split_off};
+use super::*;
+
+fn config(with_tid: bool, short_splits: bool) -> PageConfig {
+    PageConfig::new(
+        (8, 8),
+        (256, 256),
+        40,
+        (with_tid, short_splits, MidWidth::Four),
+    )
+}
+
+/// An empty leaf page of the largest size.
+fn empty(config: &PageConfig) -> NonNull<NodeHeader> {
+    alloc_page(config, 0, config.max_bytes(0)).0
+}
+
+/// A leaf page holding `keys` (inserted in the given order, value = position in `keys`),
+/// checked after every insert.
+fn page_of(config: &PageConfig, keys: &[&[u8]]) -> NonNull<NodeHeader> {
+    let node = empty(config);
+    // SAFETY: freshly allocated, owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    for (value, key) in keys.iter().enumerate() {
+        let probe = VarProbe::new(key, None);
+        let hit = PageRepr::search(leaf, config, probe);
+        assert!(!hit.found);
+        assert!(
+            PageRepr::has_room(leaf, config, Some(probe)),
+            "room for {key:?}"
+        );
+        PageRepr::insert_at(leaf, config, hit.pos, probe, value as u64);
+        PageRepr::check_node(leaf, config).unwrap();
+    }
+    node
+}
+
+fn keys_of(node: &NodeHeader, config: &PageConfig) -> Vec<Vec<u8>> {
+    (0..node.count())
+        .map(|i| PageRepr::key_at(node, config, i).bytes)
+        .collect()
+}
+
+fn free(config: &PageConfig, nodes: &[NonNull<NodeHeader>]) {
+    for &node in nodes {
+        // SAFETY: unpublished, owned by the test.
+        unsafe { PageRepr::free(config, node) };
+    }
+}
+
+fn owned(bytes: &[u8]) -> VarKey {
+    VarKey {
+        bytes: bytes.to_vec(),
+        tid: None,
+    }
+}
+
+#[test]
+fn inserts_shrink_the_prefix_and_searches_find_every_key() {
+    let config = config(false, false);
+    let keys: [&[u8]; 6] = [
+        b"user/alice/mail",
+        b"user/alice/mai",
+        b"user/alice/mail\x00",
+        b"user/bob",
+        b"user/alice/ma\x02x",
+        b"usr",
+    ];
+    let node = page_of(&config, &keys);
+    // SAFETY: owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    let mut sorted: Vec<&[u8]> = keys.to_vec();
+    sorted.sort();
+    for (pos, key) in sorted.iter().enumerate() {
+        let hit = PageRepr::search(leaf, &config, VarProbe::new(key, None));
+        assert_eq!((hit.pos, hit.found), (pos, true), "{key:?}");
+        assert_eq!(PageRepr::key_at(leaf, &config, pos).bytes, key.to_vec());
+    }
+    for (probe, pos) in [
+        (&b"a"[..], 0),
+        (b"user/alice/m", 0),
+        (b"user/c", 5),
+        (b"z", 6),
+    ] {
+        let hit = PageRepr::search(leaf, &config, VarProbe::new(probe, None));
+        assert_eq!((hit.pos, hit.found), (pos, false), "{probe:?}");
+    }
+    free(&config, &[node]);
+}
+
+#[test]
+fn prefixes_longer_than_the_header_copy_compare_through_the_bin() {
+    let config = PageConfig::new((8, 8), (1024, 1024), 100, (false, false, MidWidth::Four));
+    // A 40-byte shared prefix: the header holds its first 24 bytes.
+    let base = b"tenant-000042/warehouse-0007/customer-00".to_vec();
+    let with = |tail: &[u8]| [base.as_slice(), tail].concat();
+    let keys: Vec<Vec<u8>> = [&b"17"[..], b"18", b"19\x00", b"19\x01"]
+        .iter()
+        .map(|t| with(t))
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let node = page_of(&config, &refs);
+    // SAFETY: owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    assert!(Page::of(leaf, config.form).meta().prefix_len > 24);
+    for (pos, key) in keys.iter().enumerate() {
+        let hit = PageRepr::search(leaf, &config, VarProbe::new(key, None));
+        assert_eq!((hit.pos, hit.found), (pos, true));
+    }
+    // Differing in the part of the prefix past the header copy.
+    let mut below = base.clone();
+    below[30] -= 1;
+    let mut above = base.clone();
+    above[30] += 1;
+    for (probe, pos) in [(below, 0), (above, 4), (base[..35].to_vec(), 0)] {
+        let hit = PageRepr::search(leaf, &config, VarProbe::new(&probe, None));
+        assert_eq!((hit.pos, hit.found), (pos, false), "{probe:?}");
+    }
+    free(&config, &[node]);
+}
+
+#[test]
+fn a_split_gives_each_half_its_own_prefix_and_fences_that_meet() {
+    let config = config(false, false);
+    let keys: [&[u8]; 4] = [b"aaaa/1/x", b"aaaa/1/y", b"aaaa/2/x", b"aaaa/2/y"];
+    let left = page_of(&config, &keys);
+    // SAFETY: owned by this test.
+    let l = unsafe { left.as_ref() };
+    let separator = owned(b"aaaa/2/x");
+    let (right, _) = split_off(l, &config, 2, &separator, false);
+    // SAFETY: owned by this test.
+    let r = unsafe { right.as_ref() };
+    for node in [l, r] {
+        PageRepr::check_node(node, &config).unwrap();
+        assert_eq!(Page::of(node, config.form).meta().prefix_len, 7);
+    }
+    PageRepr::check_fences(l, &config, None, Some(&separator)).unwrap();
+    PageRepr::check_fences(r, &config, Some(&separator), None).unwrap();
+    assert!(PageRepr::check_fences(r, &config, None, None).is_err());
+    assert!(fits_merge(l, r, 0, &config));
+    merge_from(l, r, &config, None);
+    PageRepr::check_node(l, &config).unwrap();
+    PageRepr::check_fences(l, &config, None, None).unwrap();
+    assert_eq!(keys_of(l, &config), keys.map(<[u8]>::to_vec));
+    assert_eq!(Page::of(l, config.form).meta().prefix_len, 5);
+    free(&config, &[left, right]);
+}
+
+#[test]
+fn inner_splits_move_the_middle_entry_up() {
+    let config = config(false, false);
+    let (node, _) = alloc_page(&config, 1, config.max_bytes(1));
+    // SAFETY: owned by this test.
+    let inner = unsafe { node.as_ref() };
+    for (i, key) in [&b"b"[..], b"d", b"f", b"h"].iter().enumerate() {
+        PageRepr::insert_at(inner, &config, i, VarProbe::new(key, None), 100 + i as u64);
+    }
+    let separator = PageRepr::key_at(inner, &config, 2);
+    let (right, _) = split_off(inner, &config, 2, &separator, false);
+    // SAFETY: owned by this test.
+    let r = unsafe { right.as_ref() };
+    assert_eq!(keys_of(inner, &config), [b"b".to_vec(), b"d".to_vec()]);
+    assert_eq!(keys_of(r, &config), [b"h".to_vec()]);
+    assert_eq!(
+        r.link() as u64,
+        102,
+        "the moved-up entry's child leads the right node"
+    );
+    PageRepr::check_fences(r, &config, Some(&owned(b"f")), None).unwrap();
+    // Merging back pulls the separator down with the right node's leftmost child.
+    merge_from(inner, r, &config, Some(&separator));
+    assert_eq!(keys_of(inner, &config).len(), 4);
+    assert_eq!(PageRepr::value_at(inner, &config, 2), 102);
+    PageRepr::check_node(inner, &config).unwrap();
+    free(&config, &[node, right]);
+}
+
+#[test]
+fn short_splits_pick_long_prefixes_and_post_short_separators() {
+    let config = config(false, true);
+    // Two clusters: the split between them gives both halves a long prefix and the parent
+    // a one-byte separator.
+    let keys: [&[u8]; 6] = [
+        b"apple/orchard/1",
+        b"apple/orchard/2",
+        b"apple/orchard/3",
+        b"apple/orchard/4",
+        b"banana/grove/1",
+        b"banana/grove/2",
+    ];
+    let node = page_of(&config, &keys);
+    // SAFETY: owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    let at = PageRepr::split_point(leaf, &config);
+    assert_eq!(at, 4, "the split falls between the clusters");
+    let separator = PageRepr::separator(leaf, &config, at);
+    assert_eq!(separator.bytes, b"b");
+    assert!(PageRepr::key_at(leaf, &config, at - 1) < separator);
+    assert!(separator <= PageRepr::key_at(leaf, &config, at));
+    // Without short splits: the middle, and the right key itself.
+    let plain = super::tests::config(false, false);
+    assert_eq!(PageRepr::split_point(leaf, &plain), 3);
+    assert_eq!(PageRepr::separator(leaf, &plain, 3).bytes, keys[3]);
+    free(&config, &[node]);
+}
+
+#[test]
+fn full_pages_grow_then_split_into_pages_sized_to_their_halves() {
+    let config = PageConfig::new((64, 64), (2048, 2048), 40, (false, true, MidWidth::Four));
+    let (node, size) = alloc_page(&config, 0, 512);
+    assert_eq!(size, 512);
+    // SAFETY: owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    // A right sibling, so that the page is not the last leaf (which grows to the largest
+    // size at once).
+    leaf.set_link(NonNull::<NodeHeader>::dangling().as_ptr());
+    let key = |i: u32| format!("key/{:06}/suffix", i * 7).into_bytes();
+    let mut i = 0;
+    while PageRepr::has_room(leaf, &config, Some(VarProbe::new(&key(i), None))) {
+        PageRepr::insert_at(
+            leaf,
+            &config,
+            i as usize,
+            VarProbe::new(&key(i), None),
+            i.into(),
+        );
+        i += 1;
+    }
+    let (grown, second, bytes) = replacement(leaf, &config);
+    assert!(second.is_none(), "a page below the largest size grows");
+    // SAFETY: owned by this test.
+    let g = unsafe { grown.as_ref() };
+    assert!(bytes > 512 && bytes <= config.max_bytes(0));
+    assert_eq!(keys_of(g, &config), keys_of(leaf, &config));
+    PageRepr::check_node(g, &config).unwrap();
+    free(&config, &[node]);
+    // Fill the largest page, then split it by replacement.
+    let (full, _) = alloc_page(&config, 0, config.max_bytes(0));
+    // SAFETY: owned by this test.
+    let f = unsafe { full.as_ref() };
+    f.set_link(NonNull::<NodeHeader>::dangling().as_ptr());
+    let mut n = 0;
+    while PageRepr::has_room(f, &config, Some(VarProbe::new(&key(n), None))) {
+        PageRepr::insert_at(
+            f,
+            &config,
+            n as usize,
+            VarProbe::new(&key(n), None),
+            n.into(),
+        );
+        n += 1;
+    }
+    let (left, second, bytes) = replacement(f, &config);
+    let (separator, right) = second.expect("a full largest page splits");
+    // SAFETY: owned by this test.
+    let (l, r) = unsafe { (left.as_ref(), right.as_ref()) };
+    assert_eq!(l.count() + r.count(), n as usize);
+    assert!(
+        bytes < 2 * config.max_bytes(0),
+        "halves are sized to their entries"
+    );
+    PageRepr::check_fences(l, &config, None, Some(&separator)).unwrap();
+    PageRepr::check_fences(r, &config, Some(&separator), None).unwrap();
+    for node in [l, r] {
+        PageRepr::check_node(node, &config).unwrap();
+    }
+    free(&config, &[grown, full, left, right]);
+}
+
+#[test]
+fn torn_entries_size_without_panicking() {
+    // A merge check copies two pages under optimistic reads: a concurrent writer can leave
+    // the copy unsorted, and sizing it must still not panic.
+    with_content(|content: &mut Content| {
+        for key in [&b"abcdef"[..], b"x", b"abcxyz", b""] {
+            content.push(key, 0, 0);
+        }
+        // No shared prefix (the empty key); the mid-keys hold 4, 1, 4 and 0 bytes.
+        assert_eq!(content.prefix_len(0..4), 0);
+        assert_eq!(
+            content.bin_bytes(
+                0..4,
+                0,
+                PageConfig::new((8, 8), (256, 256), 40, (false, false, MidWidth::Four)).form
+            ),
+            4
+        );
+        assert!((1..4).contains(&choose_split(content, true, true)));
+    });
+}
+
+#[test]
+fn tids_order_equal_keys_and_fences_keep_theirs() {
+    let config = config(true, true);
+    let node = empty(&config);
+    // SAFETY: owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    for tid in [5u64, 1, 9, 3] {
+        let probe = VarProbe::new(b"same key", Some(tid));
+        let hit = PageRepr::search(leaf, &config, probe);
+        PageRepr::insert_at(leaf, &config, hit.pos, probe, tid);
+    }
+    PageRepr::check_node(leaf, &config).unwrap();
+    let tids: Vec<u64> = (0..4)
+        .map(|i| PageRepr::key_at(leaf, &config, i).tid.unwrap())
+        .collect();
+    assert_eq!(tids, [1, 3, 5, 9]);
+    let hit = PageRepr::search(leaf, &config, VarProbe::new(b"same key", Some(5)));
+    assert_eq!((hit.pos, hit.found), (2, true));
+    // Only the tids differ: the separator is the right key itself, tid included.
+    let separator = PageRepr::separator(leaf, &config, 2);
+    assert_eq!(separator.tid, Some(5));
+    let (right, _) = split_off(leaf, &config, 2, &separator, false);
+    PageRepr::check_fences(leaf, &config, None, Some(&separator)).unwrap();
+    // SAFETY: owned by this test.
+    PageRepr::check_fences(unsafe { right.as_ref() }, &config, Some(&separator), None).unwrap();
+    free(&config, &[node, right]);
+}
+
+/// Random keys over the bytes the encoding treats specially, inserted one by one into a page
+/// (rebuilt, split and merged as it fills): every search agrees with a sorted list.
+#[test]
+fn random_keys_search_like_a_sorted_list() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let alphabet = [0u8, 1, 2, 3, 4, 0x61, 0x62, 0xff];
+    for round in 0..300 {
+        let mid = if round % 4 < 2 {
+            MidWidth::Four
+        } else {
+            MidWidth::Eight
+        };
+        let config = PageConfig::new((64, 64), (4096, 4096), 300, (false, round % 2 == 0, mid));
+        let node = empty(&config);
+        // SAFETY: owned by this test.
+        let leaf = unsafe { node.as_ref() };
+        let mut sorted: Vec<Vec<u8>> = Vec::new();
+        let shared: Vec<u8> = (0..rng.gen_range(0..40))
+            .map(|_| alphabet[rng.gen_range(0..8)])
+            .collect();
+        let draw = |rng: &mut rand::rngs::StdRng| {
+            let mut key = shared[..rng.gen_range(0..=shared.len())].to_vec();
+            let len = rng.gen_range(0..12);
+            key.extend((0..len).map(|_| alphabet[rng.gen_range(0..8)]));
+            key
+        };
+        for _ in 0..rng.gen_range(1..64) {
+            let key = draw(&mut rng);
+            let probe = VarProbe::new(&key, None);
+            let hit = PageRepr::search(leaf, &config, probe);
+            let expected = sorted.binary_search(&key);
+            assert_eq!(hit.found, expected.is_ok(), "round {round} {key:?}");
+            assert_eq!(
+                hit.pos,
+                expected.unwrap_or_else(|p| p),
+                "round {round} {key:?}"
+            );
+            if hit.found || !PageRepr::has_room(leaf, &config, Some(probe)) {
+                continue;
+            }
+            PageRepr::insert_at(leaf, &config, hit.pos, probe, 0);
+            sorted.insert(hit.pos, key);
+            PageRepr::check_node(leaf, &config).unwrap();
+            assert_eq!(keys_of(leaf, &config), sorted, "round {round}");
+        }
+        for _ in 0..200 {
+            let key = draw(&mut rng);
+            let hit = PageRepr::search(leaf, &config, VarProbe::new(&key, None));
+            let expected = sorted.binary_search(&key);
+            assert_eq!(
+                (hit.pos, hit.found),
+                (expected.unwrap_or_else(|p| p), expected.is_ok()),
+                "round {round} {key:?} in {sorted:?}"
+            );
+        }
+        free(&config, &[node]);
+    }
+}
