@@ -6,8 +6,8 @@
 //!     target/release/examples/page_paths email 200000 prefix-split
 //! ```
 //!
-//! Arguments: `[key set] [keys] [pages: base|prefix|prefix-split] [rounds] [mid-key bytes: 4|8]`
-//! (default `email 200000 prefix-split 1 8`). Each phase is a function of its own (`load`, `lookups`, `scans`),
+//! Arguments: `[key set] [keys] [pages: base|prefix|prefix-split] [rounds] [mid-key bytes: 4|8]
+//! [phases]` (default `email 200000 prefix-split 1 8 lookup,scan`; the load always runs). Each phase is a function of its own (`load`, `lookups`, `scans`),
 //! so `--toggle-collect` counts one of them; timings are printed too, for a quick look (on
 //! this shared machine, compare versions by instruction counts).
 
@@ -34,6 +34,11 @@ fn main() {
         None | Some("8") => MidWidth::Eight,
         Some(other) => panic!("mid-key bytes are 4 or 8, not {other}"),
     };
+    let phases = args.next().unwrap_or_else(|| "lookup,scan".into());
+    let (lookup_rounds, scan_rounds) = (
+        if phases.contains("lookup") { rounds } else { 0 },
+        if phases.contains("scan") { rounds } else { 0 },
+    );
     let keys = kind.generate(n, 42);
     let key_len = match kind.key_len() {
         Some(8) => KeyLen::Fixed(8),
@@ -58,13 +63,13 @@ fn main() {
     let order: Vec<usize> = (0..n).map(|i| (i * 7_919 + 13) % n).collect();
     let start = Instant::now();
     let mut hits = 0;
-    for _ in 0..rounds {
+    for _ in 0..lookup_rounds {
         hits += lookups(&*index, &bytes, &order);
     }
     let lookup_s = secs(start);
     let start = Instant::now();
     let mut visited = 0;
-    for _ in 0..rounds {
+    for _ in 0..scan_rounds {
         visited += scans(&*index, &bytes, &order);
     }
     let scan_s = secs(start);
@@ -74,7 +79,7 @@ fn main() {
         kind.name(),
         mid_key.bytes(),
         n as f64 / load_s / 1e6,
-        (n * rounds) as f64 / lookup_s / 1e6,
+        (n * lookup_rounds) as f64 / lookup_s / 1e6,
         visited as f64 / scan_s / 1e6,
         memory.total() as f64 / n as f64,
         memory.inner as f64 / n as f64,

@@ -11,15 +11,14 @@
 //! value is the tid again; so a key's tids are adjacent and ascending, and `get_all` is a
 //! range scan.
 
-use std::cell::RefCell;
 use std::ops::Bound;
 
 use super::policy::LeafPolicy;
-use super::scan::ScanBuffer;
 use super::{LevelShape, Tree};
 use crate::index::{Direction, Index, KeyLen};
 use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
+use crate::node::batch::with_thread_scratch;
 use crate::node::page::{MidWidth, PageConfig, PageRepr, MAX_PAGE_KEY_LEN};
 use crate::node::slotted::{Slotted, SlottedConfig, VarKey, VarProbe};
 use crate::node::sorted::{Sorted, SortedConfig, MAX_CAPACITY, MIN_CAPACITY};
@@ -358,14 +357,6 @@ fn pair_bound<T>(bound: Bound<T>, lower: bool, pair: impl Fn(T, u64) -> T) -> Bo
     }
 }
 
-fn map_bound<T, U>(bound: Bound<T>, f: impl FnOnce(T) -> U) -> Bound<U> {
-    match bound {
-        Bound::Unbounded => Bound::Unbounded,
-        Bound::Included(x) => Bound::Included(f(x)),
-        Bound::Excluded(x) => Bound::Excluded(f(x)),
-    }
-}
-
 fn scan_tree<R: LeafPolicy>(
     tree: &Tree<R>,
     lower: Bound<R::Owned>,
@@ -374,35 +365,63 @@ fn scan_tree<R: LeafPolicy>(
     limit: usize,
     visit: &mut dyn FnMut(&R::Owned, u64),
 ) -> usize {
-    scan_tree_in(
-        tree,
-        &mut ScanBuffer::new(),
-        (lower, upper),
-        direction,
-        limit,
-        visit,
-    )
-}
-
-fn scan_tree_in<R: LeafPolicy>(
-    tree: &Tree<R>,
-    buffer: &mut ScanBuffer<R::Owned>,
-    (lower, upper): (Bound<R::Owned>, Bound<R::Owned>),
-    direction: Direction,
-    limit: usize,
-    visit: &mut dyn FnMut(&R::Owned, u64),
-) -> usize {
     let (lower, upper) = (lower.as_ref(), upper.as_ref());
     match direction {
-        Direction::Ascending => tree.scan_ascending_in(buffer, lower, upper, limit, visit),
-        Direction::Descending => tree.scan_descending_in(buffer, lower, upper, limit, visit),
+        Direction::Ascending => tree.scan_ascending(lower, upper, limit, visit),
+        Direction::Descending => tree.scan_descending(lower, upper, limit, visit),
     }
 }
 
-thread_local! {
-    /// Each thread's scan buffer for trees of variable-length keys, kept from scan to scan so
-    /// that a scan copies every visited key into a buffer that already has room for it.
-    static VAR_SCAN_BUFFER: RefCell<ScanBuffer<VarKey>> = RefCell::new(ScanBuffer::new());
+/// The keys of a scan's bounds on a tree of variable-length keys, kept per thread so that a
+/// scan allocates nothing for them.
+#[derive(Default)]
+struct VarBounds {
+    lower: VarKey,
+    upper: VarKey,
+}
+
+/// Writes into `out` the key that bounds a scan of a tree of variable-length keys as `bound`
+/// bounds the user's keys (fitted to the width of fixed-length keys, paired with a tid in a
+/// non-unique tree); returns how it bounds (`Unbounded`, or inclusive or exclusive of `out`).
+fn var_bound(
+    bound: Bound<&[u8]>,
+    lower: bool,
+    (key_len, unique): (KeyLen, bool),
+    out: &mut VarKey,
+) -> Bound<()> {
+    out.bytes.clear();
+    let inclusive = match (bound, key_len) {
+        (Bound::Unbounded, _) => return Bound::Unbounded,
+        (Bound::Included(_) | Bound::Excluded(_), KeyLen::Fixed(width)) => {
+            out.bytes.resize(width, 0);
+            fit_bound(bound, lower, &mut out.bytes).expect("a bound")
+        }
+        (Bound::Included(b), KeyLen::Variable) => {
+            out.bytes.extend_from_slice(b);
+            true
+        }
+        (Bound::Excluded(b), KeyLen::Variable) => {
+            out.bytes.extend_from_slice(b);
+            false
+        }
+    };
+    // A non-unique tree's keys are (key, tid) pairs: the bound takes the tid that includes
+    // or excludes every pair of its key.
+    out.tid = (!unique).then_some(if inclusive == lower { 0 } else { u64::MAX });
+    if inclusive {
+        Bound::Included(())
+    } else {
+        Bound::Excluded(())
+    }
+}
+
+/// `bound` with `key` as its key.
+fn with_key<K>(bound: Bound<()>, key: &K) -> Bound<&K> {
+    match bound {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(()) => Bound::Included(key),
+        Bound::Excluded(()) => Bound::Excluded(key),
+    }
 }
 
 impl BTreeIndex {
@@ -555,45 +574,16 @@ impl<F: Family> TreeIndex<F> {
     where
         R: for<'a> LeafPolicy<Probe<'a> = VarProbe<'a>, Owned = VarKey>,
     {
-        let unique = self.unique;
-        let fitted = |bound: Bound<&[u8]>, lower: bool, width: usize| {
-            let mut key = vec![0u8; width];
-            match fit_bound(bound, lower, &mut key) {
-                None => Bound::Unbounded,
-                Some(true) => Bound::Included(key),
-                Some(false) => Bound::Excluded(key),
+        let form = (self.key_len, self.unique);
+        with_thread_scratch(|bounds: &mut VarBounds| {
+            let lo = var_bound(lower, true, form, &mut bounds.lower);
+            let hi = var_bound(upper, false, form, &mut bounds.upper);
+            let (lo, hi) = (with_key(lo, &bounds.lower), with_key(hi, &bounds.upper));
+            let mut visit_bytes = |k: &VarKey, v: u64| visit(&k.bytes, v);
+            match direction {
+                Direction::Ascending => tree.scan_ascending(lo, hi, limit, &mut visit_bytes),
+                Direction::Descending => tree.scan_descending(lo, hi, limit, &mut visit_bytes),
             }
-        };
-        let (lower, upper) = match self.key_len {
-            KeyLen::Fixed(w) => (fitted(lower, true, w), fitted(upper, false, w)),
-            KeyLen::Variable => (
-                map_bound(lower, <[u8]>::to_vec),
-                map_bound(upper, <[u8]>::to_vec),
-            ),
-        };
-        let to_key = |bytes: Vec<u8>| VarKey { bytes, tid: None };
-        let mut lo = map_bound(lower, to_key);
-        let mut hi = map_bound(upper, to_key);
-        if !unique {
-            let pair = |k: VarKey, tid: u64| VarKey {
-                bytes: k.bytes,
-                tid: Some(tid),
-            };
-            lo = pair_bound(lo, true, pair);
-            hi = pair_bound(hi, false, pair);
-        }
-        let mut visit_bytes = |k: &VarKey, v: u64| visit(&k.bytes, v);
-        VAR_SCAN_BUFFER.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut buffer) => scan_tree_in(
-                tree,
-                &mut buffer,
-                (lo, hi),
-                direction,
-                limit,
-                &mut visit_bytes,
-            ),
-            // A scan from inside another scan's callback on this thread: a buffer of its own.
-            Err(_) => scan_tree(tree, lo, hi, direction, limit, &mut visit_bytes),
         })
     }
 }

@@ -1,131 +1,83 @@
 //! Range scans, ascending along the leaf chain and descending by re-descents.
 //!
-//! A scan copies the qualifying entries of one leaf into a buffer, validates the leaf's
-//! version, and only then hands the entries to the caller, so every visited pair was present
-//! when the leaf was validated. After a failed validation it restarts from the root at the
-//! last key it returned (exclusive), so keys never repeat or go backwards.
+//! A scan copies the qualifying entries of one leaf into a batch ([`NodeRepr::Batch`]: each
+//! representation copies in its own form), validates the leaf's version, and only then hands
+//! the entries to the caller, so every visited pair was present when the leaf was validated.
+//! After a failed validation it restarts from the root at the last key it returned
+//! (exclusive), so keys never repeat or go backwards. Where a leaf's qualifying entries end
+//! is found with one search per bound, not a comparison per key.
+//!
+//! Each thread keeps its batch and the scan's resume keys for variable-length keys from scan
+//! to scan ([`with_thread_scratch`]), so a scan allocates nothing once they have grown.
 
 use std::ops::Bound;
 
 use crossbeam_epoch::{self as epoch, Guard};
-use smallvec::SmallVec;
 
 use super::policy::LeafPolicy;
 use super::{Tree, Visit};
+use crate::node::batch::{with_thread_scratch, LeafBatch};
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
 
-/// The entries of one leaf held between the copy and the validation, keys of type `K`. Its
-/// slots are kept from leaf to leaf, and from scan to scan when the caller keeps the buffer
-/// ([`Tree::scan_ascending_in`]): their keys are overwritten in place
-/// ([`NodeRepr::key_into`]), so once a buffer has filled a leaf's worth of slots, scans
-/// allocate nothing per visited key. Its first 16 slots are inline.
-pub struct ScanBuffer<K> {
-    slots: SmallVec<[(K, u64); 16]>,
-    len: usize,
+/// What one scan keeps besides the batch: the key it resumes after (the last one returned,
+/// or a descending scan's fence), reused from scan to scan.
+struct ScanState<R: NodeRepr> {
+    batch: R::Batch,
+    resume: Option<R::Owned>,
+    fence: Option<R::Owned>,
 }
 
-impl<K> Default for ScanBuffer<K> {
+impl<R: NodeRepr> Default for ScanState<R> {
     fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<K> ScanBuffer<K> {
-    /// An empty buffer.
-    pub fn new() -> Self {
         Self {
-            slots: SmallVec::new(),
-            len: 0,
+            batch: R::Batch::default(),
+            resume: None,
+            fence: None,
         }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-        // Keys without a buffer of their own (integers) gain nothing from reused slots.
-        if !std::mem::needs_drop::<K>() {
-            self.slots.clear();
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Copies entry `i` of `node` into the next slot if its key passes `wanted`; says
-    /// whether it did. A new slot gets the key built outside the buffer (for integer keys,
-    /// a register), so a scan's first leaf costs what a plain copy would.
-    #[inline]
-    fn push_if<R: NodeRepr<Owned = K>>(
-        &mut self,
-        node: &NodeHeader,
-        config: &R::Config,
-        i: usize,
-        wanted: impl FnOnce(&K) -> bool,
-    ) -> bool {
-        if !std::mem::needs_drop::<K>() || self.len == self.slots.len() {
-            let key = R::key_at(node, config, i);
-            if !wanted(&key) {
-                return false;
-            }
-            self.slots.push((key, R::value_at(node, config, i)));
-        } else {
-            let slot = &mut self.slots[self.len];
-            R::key_into(node, config, i, &mut slot.0);
-            if !wanted(&slot.0) {
-                return false;
-            }
-            slot.1 = R::value_at(node, config, i);
-        }
-        self.len += 1;
-        true
-    }
-
-    /// The kept entries, in the order loaded.
-    fn entries(&self) -> &[(K, u64)] {
-        &self.slots[..self.len]
     }
 }
 
-/// Makes `resume` exclude `last` (the last key a scan returned), reusing the key it holds.
-fn resume_after<K: Clone>(resume: &mut Bound<K>, last: &K) {
-    let key = match std::mem::replace(resume, Bound::Unbounded) {
-        Bound::Included(mut k) | Bound::Excluded(mut k) => {
-            k.clone_from(last);
-            k
-        }
-        Bound::Unbounded => last.clone(),
-    };
-    *resume = Bound::Excluded(key);
+/// Runs `f` with the thread's scan state when keys have buffers worth keeping (variable-length
+/// keys), with a fresh one on the stack otherwise (integer keys: nothing to keep).
+#[inline]
+fn with_scan_state<R: NodeRepr, T>(f: impl FnOnce(&mut ScanState<R>) -> T) -> T {
+    if std::mem::needs_drop::<R::Owned>() {
+        with_thread_scratch(f)
+    } else {
+        f(&mut ScanState::default())
+    }
 }
 
-/// Whether `key` is still inside the far end of a scan.
-fn within<R: LeafPolicy>(
+/// The position of the first entry of `node` at or after `bound` (a lower bound).
+fn first_at<R: NodeRepr>(node: &NodeHeader, config: &R::Config, bound: Bound<&R::Owned>) -> usize {
+    match bound {
+        Bound::Unbounded => 0,
+        Bound::Included(k) => R::search(node, config, R::probe(k)).pos,
+        Bound::Excluded(k) => {
+            let hit = R::search(node, config, R::probe(k));
+            hit.pos + usize::from(hit.found)
+        }
+    }
+}
+
+/// The position after the last entry of `node` at or before `bound` (an upper bound), at
+/// most `count`.
+fn end_at<R: NodeRepr>(
+    node: &NodeHeader,
     config: &R::Config,
-    key: &R::Owned,
-    end: Bound<&R::Owned>,
-    ascending: bool,
-) -> bool {
-    use std::cmp::Ordering::*;
-    match end {
-        Bound::Unbounded => true,
-        Bound::Included(e) => {
-            let ord = R::compare(config, key, e);
-            if ascending {
-                ord != Greater
-            } else {
-                ord != Less
-            }
+    bound: Bound<&R::Owned>,
+    count: usize,
+) -> usize {
+    match bound {
+        Bound::Unbounded => count,
+        Bound::Included(k) => {
+            let hit = R::search(node, config, R::probe(k));
+            hit.pos + usize::from(hit.found)
         }
-        Bound::Excluded(e) => {
-            let ord = R::compare(config, key, e);
-            if ascending {
-                ord == Less
-            } else {
-                ord == Greater
-            }
-        }
+        Bound::Excluded(k) => R::search(node, config, R::probe(k)).pos,
     }
+    .min(count)
 }
 
 impl<R: LeafPolicy> Tree<R> {
@@ -138,68 +90,60 @@ impl<R: LeafPolicy> Tree<R> {
         limit: usize,
         visit: &mut dyn FnMut(&R::Owned, u64),
     ) -> usize {
-        self.scan_ascending_in(&mut ScanBuffer::new(), lower, upper, limit, visit)
+        with_scan_state(|state: &mut ScanState<R>| {
+            self.scan_ascending_with(state, (lower, upper), limit, visit)
+        })
     }
 
-    /// [`Tree::scan_ascending`] copying leaves through `buffer`, which a caller keeps from
-    /// scan to scan so that scans allocate nothing per visited key.
-    pub fn scan_ascending_in(
+    fn scan_ascending_with(
         &self,
-        buffer: &mut ScanBuffer<R::Owned>,
-        lower: Bound<&R::Owned>,
-        upper: Bound<&R::Owned>,
+        state: &mut ScanState<R>,
+        (lower, upper): (Bound<&R::Owned>, Bound<&R::Owned>),
         limit: usize,
         visit: &mut dyn FnMut(&R::Owned, u64),
     ) -> usize {
         let guard = &epoch::pin();
-        let mut resume: Bound<R::Owned> = lower.cloned();
+        let config = &self.config;
         let mut visited = 0;
+        // Whether `state.resume` holds the last key returned (the scan resumes after it).
+        let mut resumed = false;
         'restart: while visited < limit {
-            let Ok(mut leaf) = self.descend_to_start(resume.as_ref(), guard) else {
+            let start_bound = match (&state.resume, resumed) {
+                (Some(key), true) => Bound::Excluded(key),
+                _ => lower,
+            };
+            let Ok(mut leaf) = self.descend_to_start(start_bound, guard) else {
                 continue 'restart;
             };
+            let mut start = first_at::<R>(leaf.node, config, start_bound);
             loop {
-                buffer.clear();
-                let count = R::count(leaf.node, &self.config);
-                let start = match &resume {
-                    Bound::Unbounded => 0,
-                    Bound::Included(k) => R::search(leaf.node, &self.config, R::probe(k)).pos,
-                    Bound::Excluded(k) => {
-                        let hit = R::search(leaf.node, &self.config, R::probe(k));
-                        hit.pos + usize::from(hit.found)
-                    }
-                };
-                let wanted = limit - visited;
-                let mut reached_end = false;
-                R::prefetch_keys(
+                state.batch.clear();
+                let count = R::count(leaf.node, config);
+                let end = end_at::<R>(leaf.node, config, upper, count);
+                let take = end.saturating_sub(start).min(limit - visited);
+                R::prefetch_keys(leaf.node, config, start, start + take);
+                R::copy_batch(
                     leaf.node,
-                    &self.config,
-                    start,
-                    count.min(start.saturating_add(wanted)),
+                    config,
+                    (start, start + take),
+                    false,
+                    &mut state.batch,
                 );
-                for i in start..count {
-                    if buffer.len() == wanted {
-                        break;
-                    }
-                    let inside = |key: &R::Owned| within::<R>(&self.config, key, upper, true);
-                    if !buffer.push_if::<R>(leaf.node, &self.config, i, inside) {
-                        reached_end = true;
-                        break;
-                    }
-                }
                 let next = leaf.node.link();
                 if leaf.read.validate().is_err() {
                     continue 'restart;
                 }
-                for (key, value) in buffer.entries() {
-                    visit(key, *value);
-                }
-                visited += buffer.len();
-                if reached_end || visited == limit || next.is_null() {
+                state.batch.emit(visit);
+                visited += take;
+                if end < count || visited == limit || next.is_null() {
                     return visited;
                 }
-                if let Some((last, _)) = buffer.entries().last() {
-                    resume_after(&mut resume, last);
+                if let Some(last) = state.batch.last_key() {
+                    match &mut state.resume {
+                        Some(key) => key.clone_from(last),
+                        slot => *slot = Some(last.clone()),
+                    }
+                    resumed = true;
                 }
                 // SAFETY: `next` was read from the leaf at a validated version, so it is a
                 // published leaf, kept allocated by the epoch guard.
@@ -208,6 +152,10 @@ impl<R: LeafPolicy> Tree<R> {
                     Ok(read) => leaf = Visit { node: next, read },
                     Err(Restart) => continue 'restart,
                 }
+                // A right sibling holds only keys above every key of the leaf before it
+                // (entries move right only by splits, into a new node between the two):
+                // all of its entries follow the ones returned.
+                start = 0;
             }
         }
         visited
@@ -240,71 +188,60 @@ impl<R: LeafPolicy> Tree<R> {
         limit: usize,
         visit: &mut dyn FnMut(&R::Owned, u64),
     ) -> usize {
-        self.scan_descending_in(&mut ScanBuffer::new(), lower, upper, limit, visit)
+        with_scan_state(|state: &mut ScanState<R>| {
+            self.scan_descending_with(state, (lower, upper), limit, visit)
+        })
     }
 
-    /// [`Tree::scan_descending`] copying leaves through `buffer` (see
-    /// [`Tree::scan_ascending_in`]).
-    pub fn scan_descending_in(
+    fn scan_descending_with(
         &self,
-        buffer: &mut ScanBuffer<R::Owned>,
-        lower: Bound<&R::Owned>,
-        upper: Bound<&R::Owned>,
+        state: &mut ScanState<R>,
+        (lower, upper): (Bound<&R::Owned>, Bound<&R::Owned>),
         limit: usize,
         visit: &mut dyn FnMut(&R::Owned, u64),
     ) -> usize {
         let guard = &epoch::pin();
-        let mut resume: Bound<R::Owned> = upper.cloned();
-        let mut fence: Option<R::Owned> = None;
+        let config = &self.config;
         let mut visited = 0;
+        // Whether `state.resume` holds the fence the scan continues below.
+        let mut resumed = false;
         while visited < limit {
-            let Ok((leaf, has_fence)) = self.descend_below_into(resume.as_ref(), &mut fence, guard)
+            let end_bound = match (&state.resume, resumed) {
+                (Some(key), true) => Bound::Excluded(key),
+                _ => upper,
+            };
+            let Ok((leaf, has_fence)) = self.descend_below_into(end_bound, &mut state.fence, guard)
             else {
                 continue;
             };
-            buffer.clear();
-            let count = R::count(leaf.node, &self.config);
-            // Entries before `end` qualify against `resume`.
-            let end = match &resume {
-                Bound::Unbounded => count,
-                Bound::Included(k) => {
-                    let hit = R::search(leaf.node, &self.config, R::probe(k));
-                    hit.pos + usize::from(hit.found)
-                }
-                Bound::Excluded(k) => R::search(leaf.node, &self.config, R::probe(k)).pos,
-            };
-            let wanted = limit - visited;
-            let mut reached_end = false;
-            let stop = end.min(count);
-            R::prefetch_keys(leaf.node, &self.config, stop.saturating_sub(wanted), stop);
-            for i in (0..stop).rev() {
-                if buffer.len() == wanted {
-                    break;
-                }
-                let inside = |key: &R::Owned| within::<R>(&self.config, key, lower, false);
-                if !buffer.push_if::<R>(leaf.node, &self.config, i, inside) {
-                    reached_end = true;
-                    break;
-                }
-            }
+            state.batch.clear();
+            let count = R::count(leaf.node, config);
+            let stop = end_at::<R>(leaf.node, config, end_bound, count);
+            let low = first_at::<R>(leaf.node, config, lower).min(stop);
+            let begin = low.max(stop.saturating_sub(limit - visited));
+            R::prefetch_keys(leaf.node, config, begin, stop);
+            R::copy_batch(leaf.node, config, (begin, stop), true, &mut state.batch);
             if leaf.read.validate().is_err() {
                 continue;
             }
-            for (key, value) in buffer.entries() {
-                visit(key, *value);
-            }
-            visited += buffer.len();
-            if reached_end || visited == limit {
+            state.batch.emit(visit);
+            visited += stop - begin;
+            // The lower bound falls in this leaf (or at its start), or the limit is reached.
+            if low > 0 || visited == limit {
                 return visited;
             }
             // Everything in this leaf at or above its low fence has been seen; go below it.
-            match fence.as_ref().filter(|_| has_fence) {
+            match state.fence.as_ref().filter(|_| has_fence) {
                 None => return visited,
                 Some(fence) => {
-                    if !within::<R>(&self.config, fence, lower, false) {
+                    if !below_lower::<R>(config, fence, lower) {
                         return visited;
                     }
-                    resume_after(&mut resume, fence);
+                    match &mut state.resume {
+                        Some(key) => key.clone_from(fence),
+                        slot => *slot = Some(fence.clone()),
+                    }
+                    resumed = true;
                 }
             }
         }
@@ -354,5 +291,16 @@ impl<R: LeafPolicy> Tree<R> {
             visit = Self::step(&visit, self.child_at(node, slot))?;
         }
         Ok((visit, has_fence))
+    }
+}
+
+/// Whether keys below `fence` can still be within a descending scan's `lower` bound.
+fn below_lower<R: NodeRepr>(config: &R::Config, fence: &R::Owned, lower: Bound<&R::Owned>) -> bool {
+    use std::cmp::Ordering::*;
+    match lower {
+        Bound::Unbounded => true,
+        // Keys below the fence, and at least `l` (or above it): some exist only if the
+        // fence is above `l`.
+        Bound::Included(l) | Bound::Excluded(l) => R::compare(config, fence, l) == Greater,
     }
 }

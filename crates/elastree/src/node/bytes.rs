@@ -151,10 +151,45 @@ impl<'n> WordBytes<'n> {
         unsafe { out.set_len(base + len) };
     }
 
-    /// Stores word `w`. Writer only, as [`WordBytes::write`].
+    /// Writes the `len` stored bytes at `offset` to `out` as whole words (`len` rounded up to
+    /// 8): the scan's copy of a suffix. A window past the stored words (a torn read) reads
+    /// the last word instead.
+    ///
+    /// # Safety
+    ///
+    /// `out` is valid for writes of `len.next_multiple_of(8)` bytes.
     #[inline]
-    pub(crate) fn store_word(&self, w: usize, word: u64) {
-        self.words[w].store(word, Ordering::Relaxed);
+    pub(crate) unsafe fn copy_words(&self, offset: usize, len: usize, out: *mut u8) {
+        let (w, shift) = (offset / 8, (offset % 8) * 8);
+        let count = len.div_ceil(8);
+        let load = |i: usize| self.words[i].load(Ordering::Relaxed);
+        if w + count < self.words.len() {
+            // Every word read lies in the slice: no clamping per word.
+            let mut high = load(w);
+            for k in 0..count {
+                let low = load(w + k + 1);
+                let pair = (u128::from(high) << 64) | u128::from(low);
+                let word = (((pair << shift) >> 64) as u64).to_be_bytes();
+                // SAFETY: the caller's guarantee: `8 * k + 8 <= 8 * count`.
+                unsafe { std::ptr::copy_nonoverlapping(word.as_ptr(), out.add(8 * k), 8) };
+                high = low;
+            }
+        } else {
+            for k in 0..count {
+                let word = self.window(offset + 8 * k).to_be_bytes();
+                // SAFETY: as above.
+                unsafe { std::ptr::copy_nonoverlapping(word.as_ptr(), out.add(8 * k), 8) };
+            }
+        }
+    }
+
+    /// Asks the CPU to start loading the word that holds byte `offset` (and the next cache
+    /// line when the `len` bytes from there cross into it).
+    #[inline]
+    pub(crate) fn prefetch(&self, offset: usize, len: usize) {
+        let w = (offset / 8).min(self.words.len() - 1);
+        let end = ((offset + len) / 8).min(self.words.len() - 1);
+        super::prefetch(&self.words[w..=end]);
     }
 
     /// Stores `bytes` as whole words from word `first` on (`bytes.len()` a multiple of 8).

@@ -179,6 +179,7 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
     type Config = MixedConfig<R>;
     type Probe<'a> = R::Probe<'a>;
     type Owned = R::Owned;
+    type Batch = super::batch::SlotBatch<Self::Owned>;
 
     const NAME: &'static str = "mixed";
 
@@ -253,6 +254,17 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
             Form::Standard => R::key_into(node, &config.base, i, out),
             Form::Compact => SeqTree::<R>::key_into(node, &config.seq, i, out),
         }
+    }
+
+    #[inline]
+    fn copy_batch(
+        node: &NodeHeader,
+        config: &Self::Config,
+        range: (usize, usize),
+        descending: bool,
+        batch: &mut Self::Batch,
+    ) {
+        batch.copy::<Self>(node, config, range, descending);
     }
 
     #[inline]

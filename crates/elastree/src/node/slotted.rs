@@ -353,6 +353,7 @@ unsafe impl NodeRepr for Slotted {
     type Config = SlottedConfig;
     type Probe<'a> = VarProbe<'a>;
     type Owned = VarKey;
+    type Batch = super::batch::SlotBatch<Self::Owned>;
 
     const NAME: &'static str = "slotted";
 
@@ -411,6 +412,17 @@ unsafe impl NodeRepr for Slotted {
     #[inline]
     fn key_into(node: &NodeHeader, config: &SlottedConfig, i: usize, out: &mut VarKey) {
         Page::of(node, config).key_into(i, out)
+    }
+
+    #[inline]
+    fn copy_batch(
+        node: &NodeHeader,
+        config: &Self::Config,
+        range: (usize, usize),
+        descending: bool,
+        batch: &mut Self::Batch,
+    ) {
+        batch.copy::<Self>(node, config, range, descending);
     }
 
     fn value_at(node: &NodeHeader, config: &SlottedConfig, i: usize) -> u64 {

@@ -176,6 +176,7 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
     type Config = SortedConfig;
     type Probe<'a> = K;
     type Owned = K;
+    type Batch = super::batch::SlotBatch<Self::Owned>;
 
     const NAME: &'static str = "sorted";
 
@@ -232,6 +233,17 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
     fn key_at(node: &NodeHeader, config: &SortedConfig, i: usize) -> K {
         let (entries, cap) = Self::entries(node, config);
         Self::key(entries, i.min(cap - 1))
+    }
+
+    #[inline]
+    fn copy_batch(
+        node: &NodeHeader,
+        config: &Self::Config,
+        range: (usize, usize),
+        descending: bool,
+        batch: &mut Self::Batch,
+    ) {
+        batch.copy::<Self>(node, config, range, descending);
     }
 
     #[inline]

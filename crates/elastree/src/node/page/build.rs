@@ -57,6 +57,13 @@ thread_local! {
     static SCRATCH: RefCell<Content> = RefCell::new(Content::default());
 }
 
+impl Content {
+    /// The scratch buffer for a bin's new contents.
+    pub fn image(&mut self) -> &mut Vec<u8> {
+        &mut self.image
+    }
+}
+
 /// Runs `f` with this thread's (cleared) rebuild buffer.
 pub(super) fn with_content<T>(f: impl FnOnce(&mut Content) -> T) -> T {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
@@ -315,52 +322,71 @@ pub(super) fn write(
     node.set_count(count);
 }
 
-/// Copies page `src` into `dst`, an unpublished page with room for everything `src` has
-/// handed out: the same prefix, entries and fences, its bytes re-partitioned between slots and
-/// bin, the bin's handed-out bytes moved as whole words and every offset into them shifted
-/// (no key is decoded: growing a page costs a copy). Write lock held on `src`.
-pub(super) fn copy_grown(src: &NodeHeader, dst: &NodeHeader, config: &PageConfig) {
+/// Copies page `src` into `dst`, an unpublished page with room for `src`'s live bytes: the
+/// same prefix, entries and fences, its bytes re-partitioned between slots and bin, and the
+/// bin rewritten with the suffixes in key order and without dead bytes (inserts append
+/// suffixes where the bin has room, so a scan that reads neighbouring keys would otherwise
+/// read bin words all over the page). No key is decoded: the mid-keys and suffixes move as
+/// they are. `image` is scratch for the new bin. Write lock held on `src`.
+pub(super) fn copy_grown(
+    src: &NodeHeader,
+    dst: &NodeHeader,
+    config: &PageConfig,
+    image: &mut Vec<u8>,
+) {
     let form = config.form;
     let from = Page::of(src, form);
     let count = from.count();
     let meta = from.meta();
     let bytes = Page::bytes_of(dst);
-    debug_assert!(needed(count, meta.top, form) <= bytes);
+    debug_assert!(needed(count, meta.live, form) <= bytes);
     let max_entries = config.max_entries(dst.level());
-    let cap = partition(bytes, count, meta.top, form, max_entries);
+    let cap = partition(bytes, count, meta.live, form, max_entries);
     Page::set_shape(dst, bytes, cap, form);
     let to = Page::of(dst, form);
-    // Both bins end on a word boundary, so the handed-out bytes keep their place in a word.
-    let (start, to_start) = (from.bin_len - meta.top, to.bin_len - meta.top);
-    let shift = |offset: usize| offset + to_start - start;
-    for w in 0..(from.bin_len / 8 - start / 8) {
-        to.bin
-            .store_word(to_start / 8 + w, from.bin.word(start / 8 + w));
-    }
+    // The new bin as `write` lays it out: suffixes in entry order, fences, prefix.
+    let start = to.bin_len - meta.live;
+    image.clear();
+    image.resize(start % 8, 0);
+    let at = |image: &Vec<u8>| start + image.len() - start % 8;
     for i in 0..count {
         let (offset, len) = from.suffix_at(i);
+        let new_offset = at(image);
+        from.bin.extend_into(offset, len, image);
         to.set_entry(
             i,
             from.mid(i),
-            (shift(offset), len),
+            (new_offset, len),
             from.tid(i),
             from.value(i),
         );
     }
+    let spots = from.fence_spots();
+    let tid_bytes = if form.with_tid { 8 } else { 0 };
+    let moved = |(offset, len): (usize, usize), image: &mut Vec<u8>| match len {
+        NO_FENCE => (0, NO_FENCE),
+        _ => {
+            let new_offset = at(image);
+            from.bin.extend_into(offset, len + tid_bytes, image);
+            (new_offset, len)
+        }
+    };
+    let spots = FenceSpots {
+        low: moved(spots.low, image),
+        high: moved(spots.high, image),
+    };
+    let prefix_offset = at(image);
+    from.bin
+        .extend_into(meta.prefix_offset, meta.prefix_len, image);
+    debug_assert_eq!(at(image), to.bin_len);
+    to.bin.store_words(start / 8, image);
     for w in 0..INLINE_WORDS {
         to.set_inline_word(w, from.inline_word(w));
     }
-    let spots = from.fence_spots();
-    let moved = |(offset, len): (usize, usize)| match len {
-        NO_FENCE => (0, NO_FENCE),
-        _ => (shift(offset), len),
-    };
-    to.set_fence_spots(FenceSpots {
-        low: moved(spots.low),
-        high: moved(spots.high),
-    });
+    to.set_fence_spots(spots);
     to.set_meta(Meta {
-        prefix_offset: shift(meta.prefix_offset),
+        prefix_offset,
+        top: meta.live,
         ..meta
     });
     dst.set_count(count);

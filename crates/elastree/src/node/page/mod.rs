@@ -30,6 +30,7 @@
 //! the page is rebuilt, so a page is full only when all of its bytes are used. Inner pages
 //! have the largest size; a separator that does not fit makes the tree split the page.
 
+mod batch;
 mod build;
 mod check;
 mod edit;
@@ -47,6 +48,7 @@ use std::ptr::NonNull;
 
 use super::slotted::{VarKey, VarProbe};
 use super::{NodeHeader, NodeRepr, SearchResult};
+pub use batch::PageBatch;
 use build::needed;
 pub use encode::MidWidth;
 use layout::{FenceSpots, Form, Page, NO_FENCE};
@@ -169,6 +171,7 @@ unsafe impl NodeRepr for PageRepr {
     type Config = PageConfig;
     type Probe<'a> = VarProbe<'a>;
     type Owned = VarKey;
+    type Batch = batch::PageBatch;
 
     const NAME: &'static str = "page";
 
@@ -223,6 +226,17 @@ unsafe impl NodeRepr for PageRepr {
     #[inline]
     fn key_into(node: &NodeHeader, config: &PageConfig, i: usize, out: &mut VarKey) {
         Page::of(node, config.form).var_key_into(i, out)
+    }
+
+    #[inline]
+    fn copy_batch(
+        node: &NodeHeader,
+        config: &PageConfig,
+        range: (usize, usize),
+        descending: bool,
+        batch: &mut batch::PageBatch,
+    ) {
+        batch.copy(node, config, range, descending);
     }
 
     #[inline]

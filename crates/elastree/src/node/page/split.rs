@@ -239,7 +239,7 @@ pub(super) fn replacement(
             let bytes = if node.link().is_null() {
                 max
             } else {
-                let grown = grown_bytes(needed(count, meta.top, config.form), max);
+                let grown = grown_bytes(needed(count, meta.live, config.form), max);
                 grown
                     .max(page.bytes + page.bytes / 4 + 64)
                     .next_multiple_of(64)
@@ -247,16 +247,7 @@ pub(super) fn replacement(
             };
             let (first, size) = alloc_page(config, 0, bytes);
             // SAFETY: freshly allocated, not yet shared.
-            let grown = unsafe { first.as_ref() };
-            if 8 * (meta.top - meta.live) <= page.bytes
-                && needed(count, meta.top, config.form) <= bytes
-            {
-                copy_grown(node, grown, config);
-            } else {
-                content.load(&page, 0, count);
-                content.load_fences(&page);
-                write(grown, config, content, 0..count);
-            }
+            copy_grown(node, unsafe { first.as_ref() }, config, content.image());
             return (first, None, size);
         }
         content.load(&page, 0, count);
