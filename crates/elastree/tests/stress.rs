@@ -252,6 +252,9 @@ fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
 
 /// [`run`] with `shape` applied to the builder.
 fn run_shaped(kind: IndexKind, shape: Shape, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
+    if !kind.takes_key_len(key_len) {
+        return;
+    }
     for seed in seeds() {
         let what = format!(
             "{kind} {} {enc:?} {} nodes, seed {seed}",
