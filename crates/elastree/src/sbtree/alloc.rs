@@ -2,8 +2,9 @@
 //! per-thread runs) has the same size, so a freed block serves any later allocation. Freed
 //! blocks go to a free list of the freeing thread's shard (one of [`STRIPES`], dealt to
 //! threads in turn, so up to that many threads each have their own) and are handed out
-//! again before the system allocator is asked; a shard keeps at most [`FREE_PER_SHARD`]
-//! blocks and returns the rest to the system.
+//! again before the system allocator is asked (a thread whose list is empty takes from the
+//! other lists first); a shard keeps at most [`FREE_PER_SHARD`] blocks and returns the
+//! rest to the system.
 //!
 //! Every block the allocator holds, in use or on a free list, is counted in
 //! [`BlockAlloc::bytes`].
@@ -73,9 +74,18 @@ impl BlockAlloc {
     /// A block of [`BlockAlloc::block_bytes`] bytes, aligned to [`BLOCK_ALIGN`]; its
     /// contents are unspecified (a recycled block keeps its old bytes).
     pub fn alloc(&self) -> NonNull<u8> {
-        let shard = &self.shards[stripe_of_this_thread()];
-        if let Some(Free(block)) = lock(shard).pop() {
+        let mine = stripe_of_this_thread();
+        if let Some(Free(block)) = lock(&self.shards[mine]).pop() {
             return block;
+        }
+        // Blocks freed on other threads (the epoch collector frees on whichever thread
+        // collects): take one before asking the system, without waiting for a busy shard.
+        for shard in self.shards.iter().cycle().skip(mine + 1).take(STRIPES - 1) {
+            if let Ok(mut list) = shard.0.try_lock() {
+                if let Some(Free(block)) = list.pop() {
+                    return block;
+                }
+            }
         }
         // SAFETY: the layout has a non-zero size.
         let block = unsafe { alloc(self.layout) };

@@ -572,25 +572,62 @@ impl<'a, K: SbKey> Body<'a, K> {
     }
 }
 
-/// The shape for the longest prefix of `entries` that fits one body of `block_bytes` with
-/// `late_cap` late slots and at most `cap` entries: the forms that hold the most of them.
-pub fn plan<K: SbKey>(
-    entries: &[(K, u64)],
+/// The forms a body can have, most compact first: the order of [`plan`]'s capacities.
+pub const FORMS: [(Form, Form); 4] = [
+    (Form::Compact, Form::Compact),
+    (Form::Compact, Form::Full),
+    (Form::Full, Form::Compact),
+    (Form::Full, Form::Full),
+];
+
+/// The most main entries a body of `block_bytes` with `late_cap` late slots holds in each of
+/// [`FORMS`], at most `cap`.
+pub fn capacities<K: SbKey>(
     late_cap: usize,
     bucket: usize,
     block_bytes: usize,
     cap: usize,
+) -> [usize; 4] {
+    FORMS.map(|(keys, tids)| Shape::capacity::<K>(keys, tids, late_cap, bucket, block_bytes, cap))
+}
+
+/// The shape for the longest prefix of `entries` that fits one body, given the body's
+/// `capacities` in each of [`FORMS`]: the forms that hold the most of them (the more compact
+/// on a tie).
+pub fn plan<K: SbKey>(
+    entries: &[(K, u64)],
+    capacities: [usize; 4],
+    late_cap: usize,
+    bucket: usize,
 ) -> Shape {
+    let window = entries
+        .len()
+        .min(capacities.iter().copied().max().unwrap_or(0));
+    let entries = &entries[..window];
+    // Compact keys: the prefix within 2^32 of the first key (keys ascend).
+    let key_fit = match entries.first() {
+        Some(&(first, _)) => entries.partition_point(|e| e.0.offset_from(first).is_some()),
+        None => 0,
+    };
+    // Compact tids: the prefix whose tids span at most 2^32.
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let tid_fit = entries
+        .iter()
+        .position(|&(_, t)| {
+            lo = lo.min(t);
+            hi = hi.max(t);
+            hi - lo > u64::from(u32::MAX)
+        })
+        .unwrap_or(window);
     let mut best: Option<Shape> = None;
-    // The most compact forms first: a later one must hold strictly more to win.
-    for (keys, tids) in [
-        (Form::Compact, Form::Compact),
-        (Form::Compact, Form::Full),
-        (Form::Full, Form::Compact),
-        (Form::Full, Form::Full),
-    ] {
-        let capacity = Shape::capacity::<K>(keys, tids, late_cap, bucket, block_bytes, cap);
-        let count = fitting_prefix(entries, capacity, keys, tids);
+    for (&(keys, tids), &capacity) in FORMS.iter().zip(&capacities) {
+        let mut count = capacity.min(window);
+        if keys == Form::Compact {
+            count = count.min(key_fit);
+        }
+        if tids == Form::Compact {
+            count = count.min(tid_fit);
+        }
         if best.is_none_or(|b| count > b.count) {
             best = Some(Shape {
                 keys,
@@ -601,30 +638,7 @@ pub fn plan<K: SbKey>(
             });
         }
     }
-    best.expect("four shapes")
-}
-
-/// How many of the first `limit` entries fit the forms: keys within 2^32 of the first
-/// (compact keys), tids within 2^32 of the smallest (compact tids).
-fn fitting_prefix<K: SbKey>(entries: &[(K, u64)], limit: usize, keys: Form, tids: Form) -> usize {
-    let limit = limit.min(entries.len());
-    let Some(&(first, _)) = entries.first() else {
-        return 0;
-    };
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    for (n, &(key, tid)) in entries[..limit].iter().enumerate() {
-        if keys == Form::Compact && key.offset_from(first).is_none() {
-            return n;
-        }
-        if tids == Form::Compact {
-            lo = lo.min(tid);
-            hi = hi.max(tid);
-            if hi - lo > u64::from(u32::MAX) {
-                return n;
-            }
-        }
-    }
-    limit
+    best.expect("four forms")
 }
 
 /// Builds a body of `shape` in a fresh block from `entries` (exactly `shape.count` of them,
@@ -659,33 +673,36 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
         let count = shape.count;
         let table = p.add(offsets[0]);
         let keys = p.add(offsets[1]);
-        match shape.keys {
-            Form::Compact => {
-                for (i, &(k, _)) in entries.iter().enumerate() {
-                    let off = k.offset_from(key_base).expect("keys fit the compact form");
-                    keys.cast::<u32>().add(i).write(off);
-                    if i % shape.bucket == 0 {
-                        table.cast::<u32>().add(i / shape.bucket).write(off);
+        for (b, chunk) in entries.chunks(shape.bucket).enumerate() {
+            let at = b * shape.bucket;
+            match shape.keys {
+                Form::Compact => {
+                    let offset = |k: K| k.offset_from(key_base).expect("keys fit the compact form");
+                    table.cast::<u32>().add(b).write(offset(chunk[0].0));
+                    for (i, &(k, _)) in chunk.iter().enumerate() {
+                        keys.cast::<u32>().add(at + i).write(offset(k));
                     }
                 }
-            }
-            Form::Full => {
-                for (i, &(k, _)) in entries.iter().enumerate() {
-                    keys.cast::<K>().add(i).write(k);
-                    if i % shape.bucket == 0 {
-                        table.cast::<K>().add(i / shape.bucket).write(k);
+                Form::Full => {
+                    table.cast::<K>().add(b).write(chunk[0].0);
+                    for (i, &(k, _)) in chunk.iter().enumerate() {
+                        keys.cast::<K>().add(at + i).write(k);
                     }
                 }
             }
         }
         let tids = p.add(offsets[2]);
-        for (i, &(_, t)) in entries.iter().enumerate() {
-            match shape.tids {
-                Form::Compact => {
+        match shape.tids {
+            Form::Compact => {
+                for (i, &(_, t)) in entries.iter().enumerate() {
                     let off = u32::try_from(t - tid_base).expect("tids fit the compact form");
                     tids.cast::<AtomicU32>().add(i).write(AtomicU32::new(off));
                 }
-                Form::Full => tids.cast::<AtomicU64>().add(i).write(AtomicU64::new(t)),
+            }
+            Form::Full => {
+                for (i, &(_, t)) in entries.iter().enumerate() {
+                    tids.cast::<AtomicU64>().add(i).write(AtomicU64::new(t));
+                }
             }
         }
         let bits = p.add(offsets[3]).cast::<AtomicU64>();
@@ -707,7 +724,12 @@ mod tests {
     const BLOCK: usize = 4096;
 
     fn body_of<K: SbKey>(blocks: &BlockAlloc, entries: &[(K, u64)], late: usize) -> NonNull<u8> {
-        let shape = plan(entries, late, 16, BLOCK, usize::MAX);
+        let shape = plan(
+            entries,
+            capacities::<K>(late, 16, BLOCK, usize::MAX),
+            late,
+            16,
+        );
         assert_eq!(
             shape.count,
             entries.len(),
@@ -743,16 +765,17 @@ mod tests {
     #[test]
     fn the_plan_picks_forms_that_fit() {
         let near: Vec<(u64, u64)> = (0..1000).map(|i| ((1 << 40) | (i * 3), 7 + i)).collect();
-        let plan_near = plan(&near, 0, 16, BLOCK, usize::MAX);
+        let caps = capacities::<u64>(0, 16, BLOCK, usize::MAX);
+        let plan_near = plan(&near, caps, 0, 16);
         assert_eq!(
             (plan_near.keys, plan_near.tids),
             (Form::Compact, Form::Compact)
         );
         let far: Vec<(u64, u64)> = (0..1000).map(|i| (i << 34, u64::MAX - i)).collect();
-        let plan_far = plan(&far, 0, 16, BLOCK, usize::MAX);
+        let plan_far = plan(&far, caps, 0, 16);
         assert_eq!(plan_far.keys, Form::Full);
         assert_eq!(plan_far.tids, Form::Compact);
-        let capped = plan(&near, 0, 16, BLOCK, 10);
+        let capped = plan(&near, capacities::<u64>(0, 16, BLOCK, 10), 0, 16);
         assert_eq!(capped.count, 10);
     }
 

@@ -510,10 +510,9 @@ fn split_greedy<K: SbKey>(
     while start < entries.len() {
         let shape = plan(
             &entries[start..],
+            geo.capacities(late_cap),
             late_cap,
             geo.bucket,
-            geo.block_bytes,
-            geo.cap,
         );
         assert!(shape.count > 0, "a body holds at least one entry");
         pieces.push((start, shape));
@@ -537,10 +536,9 @@ fn split_even<K: SbKey>(
             let (start, end) = (p * n / parts, (p + 1) * n / parts);
             let shape = plan(
                 &entries[start..end],
+                geo.capacities(late_cap),
                 late_cap,
                 geo.bucket,
-                geo.block_bytes,
-                geo.cap,
             );
             if shape.count < end - start {
                 fits = false;

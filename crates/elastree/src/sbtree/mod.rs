@@ -105,6 +105,9 @@ pub struct Geometry {
     pub run_entries: usize,
     /// Blocks of an append run.
     pub run_blocks: usize,
+    /// The capacities of a body in each form ([`body::FORMS`]): without late slots (built
+    /// by conversions), and with `late_slots` (rebuilt for delayed entries).
+    pub capacities: [[usize; 4]; 2],
 }
 
 impl Geometry {
@@ -130,6 +133,8 @@ impl Geometry {
                 (bytes, cap, late)
             }
         };
+        let caps = |late| body::capacities::<K>(late, own.bucket, block_bytes, cap);
+        let per_block = (block_bytes / entry).min(cap);
         Self {
             block_bytes,
             bucket: own.bucket,
@@ -142,9 +147,16 @@ impl Geometry {
                 Kernel::Portable
             },
             fanout: inner_capacity.unwrap_or(own.fanout),
-            run_entries: (block_bytes / entry).min(cap),
+            // A power of two, so an entry's block and slot are a shift and a mask away.
+            run_entries: 1 << per_block.ilog2(),
             run_blocks: own.run_blocks,
+            capacities: [caps(0), caps(late_slots)],
         }
+    }
+
+    /// The body capacities in each form with `late_cap` late slots (0 or `late_slots`).
+    pub fn capacities(&self, late_cap: usize) -> [usize; 4] {
+        self.capacities[usize::from(late_cap > 0)]
     }
 }
 

@@ -9,16 +9,21 @@
 //! 1. [`RunHead::begin`]: mark an insert in flight;
 //! 2. write the entry at slot `c` and [`RunHead::widen`] the run's key range to cover it;
 //! 3. [`RunHead::publish`]`(c + 1)`: a release store of the count;
-//! 4. [`RunHead::settle`]: a sequentially consistent fence, then read whether the segment is
-//!    closed. Open: the entry is in the segment. Closed: wait for the sealer's captured count;
-//!    the entry is in the sealed segment if `c` is below it, else it was not taken and the
-//!    insert goes elsewhere;
-//! 5. check the peers ([`RunHead::covers`], then their entries) for the same position;
+//! 4. [`RunHead::settle`]: a light barrier ([`crate::sync::asymmetric::light`]), then read
+//!    whether the segment is closed. Open: the entry is in the segment. Closed: wait for the
+//!    sealer's captured count; the entry is in the sealed segment if `c` is below it, else it
+//!    was not taken and the insert goes elsewhere;
+//! 5. if the segment has other runs: a sequentially consistent fence, then check the peers
+//!    ([`RunHead::covers`], then their entries) for the same position;
 //! 6. [`RunHead::end`].
+//!
+//! A thread joining a segment claims a slot, stores its run, passes the heavy barrier and
+//! reads `closed` ([`SegmentHead::join`]).
 //!
 //! # The seal
 //!
-//! 1. [`SegmentHead::close`]: store `closed`, then a sequentially consistent fence;
+//! 1. [`SegmentHead::close`]: store `closed`, then the heavy barrier
+//!    ([`crate::sync::asymmetric::heavy`]);
 //! 2. [`RunHead::capture`] every run: the count it reads is the run's captured length;
 //! 3. [`RunHead::drain`] every run: wait until no insert is in flight;
 //! 4. convert the captured entries.
@@ -26,10 +31,12 @@
 //! # Why it holds
 //!
 //! * *Every published entry is captured or its owner learns it was not.* The owner's count
-//!   store precedes its fence, the sealer's `closed` store precedes the sealer's fence. If the
-//!   owner's fence comes first in the single total order of fences, the sealer's count load
-//!   (after its fence) sees the count; otherwise the owner's `closed` load sees `closed`, and
-//!   it compares its slot with the captured count.
+//!   store precedes its light barrier, the sealer's `closed` store precedes its heavy one:
+//!   the pair orders like two fences (see [`crate::sync::asymmetric`]), so either the
+//!   sealer's count load sees the count, or the owner's `closed` load sees `closed` and it
+//!   compares its slot with the captured count. A joiner's claim pairs the same way with the
+//!   sealer's load of the slot count, and with the owners' loads of it: an owner that does
+//!   not see a new run in its segment published before the joiner looks at its run.
 //! * *Readers never see an entry that is later dropped.* A reader loads the count (acquire),
 //!   reads the entries, then [`RunHead::committed`]: a fence and the `closed` load. If it sees
 //!   the segment open, its fence precedes the sealer's, so the sealer's count load sees at
@@ -43,6 +50,7 @@
 //!   whose captured count includes the entry therefore sees the mark, and [`RunHead::drain`]
 //!   waits until the insert has ended.
 
+use crate::sync::asymmetric::{heavy, light};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering, SpinWait};
 
 /// `captured` before the sealer has captured the run.
@@ -128,7 +136,7 @@ impl RunHead {
     /// After [`RunHead::publish`] of the entry at `slot`: where it ended up.
     #[inline]
     pub fn settle(&self, segment: &SegmentHead, slot: u64) -> Settled {
-        fence(Ordering::SeqCst);
+        light();
         if !segment.closed.load(Ordering::Relaxed) {
             return Settled::Open;
         }
@@ -236,9 +244,17 @@ impl SegmentHead {
     }
 
     /// Claims the next run slot (a thread's first insert into the segment); its run must be
-    /// stored in the slot before the thread publishes anything.
+    /// stored in the slot, then [`SegmentHead::join`] called, before the thread publishes
+    /// anything.
     pub fn claim(&self) -> usize {
         self.used.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// After a claim and storing the run: the heavy barrier, then whether the segment is
+    /// still open (if not, the run takes nothing).
+    pub fn join(&self) -> bool {
+        heavy();
+        !self.closed.load(Ordering::Relaxed)
     }
 
     /// Slots claimed so far (after the caller's fence, for peers).
@@ -256,6 +272,6 @@ impl SegmentHead {
     /// Closes the segment: no insert published after an owner sees this is taken.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        heavy();
     }
 }

@@ -61,7 +61,9 @@ pub struct Run<K: SbKey> {
     late: AtomicPtr<u8>,
     /// Dead bits: the append run's entries, then the late run's.
     dead: Box<[AtomicU64]>,
+    /// Entries per block: a power of two, `1 << shift`.
     per_block: usize,
+    shift: u32,
     /// The segment's slot this run sits in.
     pub slot: usize,
     owner: UnsafeCell<Owner<K>>,
@@ -77,6 +79,7 @@ impl<K: SbKey> Run<K> {
     /// A run in slot `slot` with room for `run_blocks` blocks of `per_block` entries, and a
     /// late run of one block.
     pub fn new(slot: usize, run_blocks: usize, per_block: usize, peers: usize) -> Self {
+        assert!(per_block.is_power_of_two());
         let entries = (run_blocks + 1) * per_block;
         Self {
             head: RunHead::new(),
@@ -91,6 +94,7 @@ impl<K: SbKey> Run<K> {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             per_block,
+            shift: per_block.ilog2(),
             slot,
             owner: UnsafeCell::new(Owner {
                 count: 0,
@@ -134,9 +138,10 @@ impl<K: SbKey> Run<K> {
         self.blocks.len() * self.per_block
     }
 
-    /// Entries per block.
-    pub fn per_block(&self) -> usize {
-        self.per_block
+    /// The block of append entry `i`.
+    #[inline]
+    pub fn block_of(&self, i: usize) -> usize {
+        i >> self.shift
     }
 
     fn slot_words(&self, block: *mut u8, i: usize) -> &[AtomicU64] {
@@ -148,8 +153,8 @@ impl<K: SbKey> Run<K> {
     }
 
     fn append_slot(&self, i: usize) -> &[AtomicU64] {
-        let block = self.blocks[i / self.per_block].load(Ordering::Acquire);
-        self.slot_words(block, i % self.per_block)
+        let block = self.blocks[i >> self.shift].load(Ordering::Acquire);
+        self.slot_words(block, i & (self.per_block - 1))
     }
 
     fn late_slot(&self, j: usize) -> &[AtomicU64] {
@@ -322,16 +327,35 @@ impl<K: SbKey> Run<K> {
         self.late_head.set_captured(self.late_len() as u64);
     }
 
-    /// The live entries the sealer captured (after the drain), appended to `out`.
-    pub fn captured_entries(&self, out: &mut Vec<(K, u64)>) {
+    /// Entries the sealer captured, append and late, dead ones included.
+    pub fn captured_len(&self) -> usize {
+        (self.head.captured().unwrap_or(0) + self.late_head.captured().unwrap_or(0)) as usize
+    }
+
+    /// Appends the live entries the sealer captured (after the drain) to `out`: the append
+    /// run's, then the late run's, each in position order. Returns how many of the two
+    /// parts had entries.
+    pub fn captured_entries(&self, out: &mut Vec<(K, u64)>) -> usize {
         let n = self.head.captured().unwrap_or(0) as usize;
-        out.extend((0..n).filter(|&i| !self.is_dead(i)).map(|i| self.entry(i)));
+        let mut i = 0;
+        while i < n {
+            // A block at a time; its words of dead bits, most of them zero.
+            let block = self.blocks[self.block_of(i)].load(Ordering::Acquire);
+            let end = n.min(i + self.per_block);
+            for j in i..end {
+                if !self.dead_bit(j) {
+                    out.push(load_entry(self.slot_words(block, j - i)));
+                }
+            }
+            i = end;
+        }
         let late = self.late_head.captured().unwrap_or(0) as usize;
         out.extend(
             (0..late)
                 .filter(|&j| !self.late_is_dead(j))
                 .map(|j| self.late_entry(j)),
         );
+        usize::from(n > 0) + usize::from(late > 0)
     }
 
     /// The largest captured position, dead entries included.

@@ -153,10 +153,7 @@ impl<K: SbKey> Segment<K> {
         self.slots[slot].store(run, Ordering::Release);
         // SAFETY: just stored; lives with the segment.
         let run = unsafe { &*run };
-        // The claim (above) precedes this fence: a sealer that does not see it has closed the
-        // segment before, and this load sees that (see `protocol.rs`).
-        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        if self.head.is_closed() {
+        if !self.head.join() {
             // Never published into: let it go at once; the sealer skips it or captured
             // nothing of it.
             run.head.set_captured(0);
@@ -203,14 +200,18 @@ impl<K: SbKey> Segment<K> {
 
     /// Every live captured entry, sorted (after [`Segment::seal`]).
     pub fn captured_entries(&self, pairs: bool) -> Vec<(K, u64)> {
-        let mut entries = Vec::new();
-        for slot in 0..self.used() {
-            if let Some(run) = self.run(slot) {
-                run.captured_entries(&mut entries);
-            }
+        let runs: Vec<&Run<K>> = (0..self.used()).filter_map(|slot| self.run(slot)).collect();
+        let total = runs.iter().map(|r| r.captured_len()).sum();
+        let mut entries = Vec::with_capacity(total);
+        let mut sources = 0;
+        for run in runs {
+            sources += run.captured_entries(&mut entries);
         }
-        // Runs are sorted: the merge sort finds them and merges.
-        entries.sort_by_key(|&(k, t)| Pos::of(k, t, pairs));
+        // Each source (append run, late run) is sorted: one is the whole, several merge (the
+        // stable sort finds the runs and merges them).
+        if sources > 1 {
+            entries.sort_by_key(|&(k, t)| Pos::of(k, t, pairs));
+        }
         entries
     }
 

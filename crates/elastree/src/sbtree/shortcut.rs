@@ -12,7 +12,7 @@
 //! only while holding that set's lock with the tree's id still in it (a tree takes its id
 //! out under the same lock before it frees anything).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -37,6 +37,9 @@ struct Holds(RefCell<Vec<Hold>>);
 
 thread_local! {
     static HOLDS: Holds = const { Holds(RefCell::new(Vec::new())) };
+    /// The hold used last (tree 0: none), a copy of one in `HOLDS`, checked first: a plain
+    /// thread-local without a destructor costs one load to reach.
+    static LAST: Cell<(u64, *const (), *const ())> = const { Cell::new((0, std::ptr::null(), std::ptr::null())) };
 }
 
 /// The ids of the trees alive (see the module docs).
@@ -86,7 +89,11 @@ unsafe fn release<K: SbKey>(segment: *const ()) {
 /// The run this thread holds in tree `tree`, with its segment.
 #[inline]
 fn held(tree: u64) -> Option<(*const (), *const ())> {
-    HOLDS
+    let (last, run, segment) = LAST.with(Cell::get);
+    if last == tree {
+        return Some((run, segment));
+    }
+    let found = HOLDS
         .try_with(|h| {
             let holds = h.0.borrow();
             holds
@@ -95,12 +102,19 @@ fn held(tree: u64) -> Option<(*const (), *const ())> {
                 .map(|h| (h.run, h.segment))
         })
         .ok()
-        .flatten()
+        .flatten()?;
+    LAST.with(|l| l.set((tree, found.0, found.1)));
+    Some(found)
 }
 
 /// Forgets this thread's run in tree `tree` (returning its segment, which the caller lets
 /// go of).
 fn forget(tree: u64) -> Option<*const ()> {
+    let _ = LAST.try_with(|l| {
+        if l.get().0 == tree {
+            l.set((0, std::ptr::null(), std::ptr::null()));
+        }
+    });
     HOLDS
         .try_with(|h| {
             let mut holds = h.0.borrow_mut();
@@ -146,7 +160,7 @@ impl<K: SbKey> SbTree<K> {
             return None;
         }
         let c = owner.count as usize;
-        if c == run.capacity() || !run.has_block(c / run.per_block()) {
+        if c == run.capacity() || !run.has_block(run.block_of(c)) {
             return None;
         }
         match self.append(segment, run, owner, key, tid) {
@@ -204,7 +218,7 @@ impl<K: SbKey> SbTree<K> {
         if c as usize == run.capacity() {
             return Inserted::Full;
         }
-        let block = c as usize / run.per_block();
+        let block = run.block_of(c as usize);
         if !run.has_block(block) {
             run.add_block(block, &self.res);
         }
@@ -286,17 +300,16 @@ impl<K: SbKey> SbTree<K> {
                 Inserted::Full
             };
         }
-        // The late run is captured under its lock, so the entry is in the segment; the fence
-        // orders its publication before the peers' check.
-        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        // The late run is captured under its lock, so the entry is in the segment; the peers'
+        // check fences (if there are peers) to order its publication before their entries.
         let result = self.check_peers(segment, run, owner, Place::Late { slot: run.slot }, pos);
         run.head.end();
         Inserted::Done(result)
     }
 
-    /// After publishing the entry at `mine` (position `pos`) and a fence: looks for the same
-    /// position in the other runs of the segment, and if one has it live, resolves the pair
-    /// (see [`SbTree::resolve`]). Returns the insert's result.
+    /// After publishing the entry at `mine` (position `pos`): if the segment has other runs,
+    /// fences and looks for the same position in them, and if one has it live, resolves the
+    /// pair (see [`SbTree::resolve`]). Returns the insert's result.
     fn check_peers(
         &self,
         segment: &Segment<K>,
@@ -305,9 +318,18 @@ impl<K: SbKey> SbTree<K> {
         mine: Place,
         pos: Pos<K>,
     ) -> Option<u64> {
+        // Our publication precedes the load of the run count (the light side of a joiner's
+        // barrier: see `protocol.rs`).
+        crate::sync::asymmetric::light();
+        let used = segment.used();
+        if used < 2 {
+            return None;
+        }
+        // Peers: a full fence after our publication (the store-buffering pattern with theirs).
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
         let pairs = self.geo.pairs;
         let key = pos.key.to_words();
-        for slot in 0..segment.used() {
+        for slot in 0..used {
             if slot == run.slot {
                 continue;
             }
