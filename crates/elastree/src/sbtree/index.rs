@@ -223,6 +223,7 @@ impl SbTreeIndex {
                 converted: tree.counters.converted.get(),
                 delayed_inserts: tree.counters.delayed.get(),
                 late_inserts: tree.counters.late.get(),
+                met: tree.counters.met.get(),
                 data_blocks: blocks,
                 indexed_blocks: tree.data.search_layer(guard).len(),
                 search_rebuilds: super::lock(&tree.maintenance).rebuilds,

@@ -178,11 +178,10 @@ impl RunHead {
     /// sealer captured.
     #[inline]
     pub fn committed(&self, segment: &SegmentHead, seen: u64) -> u64 {
-        fence(Ordering::SeqCst);
-        if segment.closed.load(Ordering::Relaxed) {
-            seen.min(self.wait_captured())
-        } else {
+        if segment.open_after_fence() {
             seen
+        } else {
+            seen.min(self.wait_captured())
         }
     }
 
@@ -267,6 +266,15 @@ impl SegmentHead {
     #[inline]
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
+    }
+
+    /// A reader's check after reading entries: a fence, then whether the segment is still
+    /// open. If it is, the sealer (whose `closed` store and barrier come later) captures at
+    /// least what the reader saw; if not, the reader keeps only the captured entries.
+    #[inline]
+    pub fn open_after_fence(&self) -> bool {
+        fence(Ordering::SeqCst);
+        !self.closed.load(Ordering::Relaxed)
     }
 
     /// Closes the segment: no insert published after an owner sees this is taken.

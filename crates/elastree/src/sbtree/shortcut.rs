@@ -384,6 +384,7 @@ impl<K: SbKey> SbTree<K> {
         theirs: Place,
         pos: Pos<K>,
     ) -> Option<u64> {
+        self.counters.met.add(1);
         let pairs = self.geo.pairs;
         let peer = segment.run(slot).expect("a stored run");
         let (_first, _second) = if run.slot < slot {
