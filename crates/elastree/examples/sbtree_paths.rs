@@ -49,12 +49,18 @@ fn main() {
             (y % keys.len() as u64) as usize
         })
         .collect();
+    let mode = std::env::args().nth(3).unwrap_or_default();
     let t = Instant::now();
     let mut hits = 0;
-    for &p in &probes {
+    let probes_lookup = if mode == "scan" {
+        &probes[..1]
+    } else {
+        &probes[..]
+    };
+    for &p in probes_lookup {
         hits += index.get(&keys[p]).unwrap().is_some() as usize;
     }
-    let lookup = probes.len() as f64 / t.elapsed().as_secs_f64() / 1e6;
+    let lookup = probes_lookup.len() as f64 / t.elapsed().as_secs_f64() / 1e6;
     let t = Instant::now();
     let mut seen = 0;
     for &p in probes.iter().take(200_000) {

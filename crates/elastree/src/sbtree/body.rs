@@ -391,9 +391,12 @@ impl<'a, K: SbKey> Body<'a, K> {
     #[inline]
     pub fn get(&self, pos: Pos<K>, pairs: bool, kernel: Kernel) -> Option<u64> {
         if let Ok(i) = self.find(pos, pairs, kernel) {
-            if !self.is_dead(i) {
+            if self.dead() == 0 || !self.is_dead(i) {
                 return Some(self.tid(i));
             }
+        }
+        if self.late_len() == 0 {
+            return None;
         }
         let (j, found) = self.late_find(pos, pairs);
         found.then(|| self.late(j).1)
@@ -499,6 +502,11 @@ impl<'a, K: SbKey> Body<'a, K> {
         let (count, late) = (self.count(), self.late_len());
         let mut i = self.lower_bound(from, pairs, kernel);
         let mut j = self.late_find(from, pairs).0;
+        if j == late && self.dead() == 0 {
+            // No late entry and nothing deleted ahead: the main arrays as they are.
+            self.main_run(i..count, false, visit);
+            return;
+        }
         loop {
             let main = (i < count).then(|| self.pos(i, pairs));
             let side = (j < late).then(|| self.late(j));
@@ -523,6 +531,67 @@ impl<'a, K: SbKey> Body<'a, K> {
         }
     }
 
+    /// Visits the main entries of `range` (all live), upward or `down`ward, while `visit`
+    /// returns `true`: one loop per form, zipping the key and tid arrays.
+    #[inline]
+    fn main_run(
+        &self,
+        range: std::ops::Range<usize>,
+        down: bool,
+        mut visit: impl FnMut(K, u64) -> bool,
+    ) {
+        let count = self.count();
+        let (key_base, tid_base) = (self.key_base(), self.meta().tid_base);
+        macro_rules! walk {
+            ($keys:expr, $tids:expr, $key:expr, $tid:expr) => {{
+                let pairs = $keys[range.clone()].iter().zip(&$tids[range]);
+                if down {
+                    for (k, t) in pairs.rev() {
+                        if !visit($key(k), $tid(t)) {
+                            return;
+                        }
+                    }
+                } else {
+                    for (k, t) in pairs {
+                        if !visit($key(k), $tid(t)) {
+                            return;
+                        }
+                    }
+                }
+            }};
+        }
+        let compact_key = |k: &u32| K::add_offset(key_base, *k);
+        let full_key = |k: &K| *k;
+        let compact_tid = |t: &AtomicU32| tid_base + u64::from(t.load(Ordering::Relaxed));
+        let full_tid = |t: &AtomicU64| t.load(Ordering::Relaxed);
+        match self.forms() {
+            (Form::Compact, Form::Compact) => walk!(
+                self.region::<u32>(1, count),
+                self.region::<AtomicU32>(2, count),
+                compact_key,
+                compact_tid
+            ),
+            (Form::Compact, Form::Full) => walk!(
+                self.region::<u32>(1, count),
+                self.region::<AtomicU64>(2, count),
+                compact_key,
+                full_tid
+            ),
+            (Form::Full, Form::Compact) => walk!(
+                self.region::<K>(1, count),
+                self.region::<AtomicU32>(2, count),
+                full_key,
+                compact_tid
+            ),
+            (Form::Full, Form::Full) => walk!(
+                self.region::<K>(1, count),
+                self.region::<AtomicU64>(2, count),
+                full_key,
+                full_tid
+            ),
+        }
+    }
+
     /// Visits the live entries at or below `upto` in descending position order, while
     /// `visit` returns `true`.
     pub fn for_each_down_from(
@@ -540,6 +609,10 @@ impl<'a, K: SbKey> Body<'a, K> {
             (j, true) => j + 1,
             (j, false) => j,
         };
+        if j == 0 && self.dead() == 0 {
+            self.main_run(0..i, true, visit);
+            return;
+        }
         loop {
             let main = (i > 0).then(|| self.pos(i - 1, pairs));
             let side = (j > 0).then(|| self.late(j - 1));

@@ -13,6 +13,7 @@
 use std::ops::Bound;
 
 use crossbeam_epoch::{self as epoch, Guard};
+use smallvec::SmallVec;
 
 use super::key::{Pos, SbKey};
 use super::segment::Segment;
@@ -91,7 +92,7 @@ impl<K: SbKey> SbTree<K> {
         upper: Bound<Pos<K>>,
         descending: bool,
         limit: usize,
-        visit: &mut dyn FnMut(K, u64),
+        visit: &mut impl FnMut(K, u64),
     ) -> usize {
         if limit == 0 || empty(lower, upper) {
             return 0;
@@ -99,7 +100,7 @@ impl<K: SbKey> SbTree<K> {
         let guard = &epoch::pin();
         let segments = self.segments(guard);
         // Each segment's range: (its lower bound, the next newer one's lower bound].
-        let mut ranges: Vec<SegmentRange<'_, K>> = Vec::with_capacity(segments.len());
+        let mut ranges: SmallVec<[SegmentRange<'_, K>; 4]> = SmallVec::new();
         let mut top = Bound::Unbounded;
         for &segment in &segments {
             let low = segment.lower.map_or(Bound::Unbounded, Bound::Excluded);
@@ -241,11 +242,17 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// The ascending walk over data blocks within `(lo, hi)`.
+    ///
+    /// A body without late entries is read straight to the visitor: its main entries are
+    /// immutable and were in the index when the body was published (and still, or not
+    /// deleted yet, by their dead bits), so no validation must come first; if the block's
+    /// version moved meanwhile, the walk resumes after the last entry handed out. A body with
+    /// late entries (which move under writers) is copied, validated, then handed out.
     fn scan_data_up(
         &self,
         lo: Bound<Pos<K>>,
         hi: Bound<Pos<K>>,
-        out: &mut Out<'_, K>,
+        out: &mut Out<'_, K, impl FnMut(K, u64)>,
         guard: &Guard,
     ) {
         let (pairs, kernel) = (self.geo.pairs, self.geo.kernel);
@@ -258,20 +265,53 @@ impl<K: SbKey> SbTree<K> {
                 None => return,
             },
         };
+        // The first position past the range (none: unbounded).
+        let stop = match hi {
+            Bound::Unbounded => None,
+            Bound::Excluded(p) => Some(p),
+            Bound::Included(p) => p.succ(pairs),
+        };
         let (mut block, mut read) = self.data.locate(from, guard);
         loop {
-            let mut batch = out.batch();
-            if let Some(body) = block.body(guard) {
+            let body = block.body(guard);
+            let mut last = None;
+            let mut ended = false;
+            let direct = body.is_none_or(|b| b.late_len() == 0);
+            if let Some(body) = body.filter(|_| direct) {
+                body.for_each_from(from, pairs, kernel, |k, t| {
+                    if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
+                        ended = true;
+                        return false;
+                    }
+                    last = Some((k, t));
+                    out.hand(k, t)
+                });
+            } else if let Some(body) = body {
+                let mut batch = out.batch();
                 body.for_each_from(from, pairs, kernel, |k, t| {
                     batch.offer(k, t, below(Pos::of(k, t, pairs), hi))
                 });
             }
             let (next, high) = (block.next(), block.high());
-            if read.validate().is_err() {
+            let valid = read.validate().is_ok();
+            if valid && !direct {
+                // A copied batch is handed out only now.
+                ended |= out.emit();
+            }
+            if ended || out.is_full() {
+                return;
+            }
+            if !valid {
+                if let Some((k, t)) = last {
+                    match Pos::of(k, t, pairs).succ(pairs) {
+                        Some(after) => from = after,
+                        None => return,
+                    }
+                }
                 (block, read) = self.data.walk(block, from, false);
                 continue;
             }
-            if out.emit() || next.is_null() || !below(high, hi) {
+            if next.is_null() || !below(high, hi) {
                 return;
             }
             from = high;
@@ -281,12 +321,13 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// The descending walk over data blocks within `(lo, hi)`: each block's entries from the
-    /// top down, then the block holding the positions below its low fence.
+    /// top down, then the block holding the positions below its low fence (read straight to
+    /// the visitor or copied first, as in [`SbTree::scan_data_up`]).
     fn scan_data_down(
         &self,
         lo: Bound<Pos<K>>,
         hi: Bound<Pos<K>>,
-        out: &mut Out<'_, K>,
+        out: &mut Out<'_, K, impl FnMut(K, u64)>,
         guard: &Guard,
     ) {
         let (pairs, kernel) = (self.geo.pairs, self.geo.kernel);
@@ -303,19 +344,46 @@ impl<K: SbKey> SbTree<K> {
                 self.data.locate(probe, guard)
             };
             loop {
-                let mut batch = out.batch();
-                if let Some(body) = block.body(guard) {
+                let body = block.body(guard);
+                let mut last = None;
+                let mut ended = false;
+                let direct = body.is_none_or(|b| b.late_len() == 0);
+                if let Some(body) = body.filter(|_| direct) {
+                    body.for_each_down_from(probe, pairs, kernel, |k, t| {
+                        let at = Pos::of(k, t, pairs);
+                        if strict && at == probe {
+                            return true;
+                        }
+                        if !above(at, lo) {
+                            ended = true;
+                            return false;
+                        }
+                        last = Some(at);
+                        out.hand(k, t)
+                    });
+                } else if let Some(body) = body {
+                    let mut batch = out.batch();
                     body.for_each_down_from(probe, pairs, kernel, |k, t| {
                         let at = Pos::of(k, t, pairs);
                         (strict && at == probe) || batch.offer(k, t, above(at, lo))
                     });
                 }
                 let low = block.low();
-                if read.validate().is_err() {
+                let valid = read.validate().is_ok();
+                if valid && !direct {
+                    ended |= out.emit();
+                }
+                if ended || out.is_full() {
+                    return;
+                }
+                if !valid {
+                    if let Some(at) = last {
+                        (probe, strict) = (at, true);
+                    }
                     (block, read) = self.data.walk(block, probe, strict);
                     continue;
                 }
-                if out.emit() || low == Pos::MIN || !above(low, lo) {
+                if low == Pos::MIN || !above(low, lo) {
                     return;
                 }
                 (probe, strict) = (low, true);
@@ -327,18 +395,18 @@ impl<K: SbKey> SbTree<K> {
 
 /// Where a scan's entries go: the caller's visitor, the count, the limit, and the buffer a
 /// block's entries wait in until the block validates.
-pub(super) struct Out<'v, K> {
-    visit: &'v mut dyn FnMut(K, u64),
+pub(super) struct Out<'v, K, V> {
+    visit: &'v mut V,
     visited: usize,
     limit: usize,
-    buffer: Vec<(K, u64)>,
+    buffer: SmallVec<[(K, u64); 64]>,
     /// The current batch met the end of the range.
     ended: bool,
 }
 
 /// One block's entries being copied into the buffer.
 pub(super) struct Batch<'o, K> {
-    buffer: &'o mut Vec<(K, u64)>,
+    buffer: &'o mut SmallVec<[(K, u64); 64]>,
     wanted: usize,
     ended: &'o mut bool,
 }
@@ -356,13 +424,13 @@ impl<K: Copy> Batch<'_, K> {
     }
 }
 
-impl<'v, K: Copy> Out<'v, K> {
-    fn new(visit: &'v mut dyn FnMut(K, u64), limit: usize) -> Self {
+impl<'v, K: Copy, V: FnMut(K, u64)> Out<'v, K, V> {
+    fn new(visit: &'v mut V, limit: usize) -> Self {
         Self {
             visit,
             visited: 0,
             limit,
-            buffer: Vec::new(),
+            buffer: SmallVec::new(),
             ended: false,
         }
     }
@@ -376,6 +444,19 @@ impl<'v, K: Copy> Out<'v, K> {
             wanted: self.limit - self.visited,
             ended: &mut self.ended,
         }
+    }
+
+    /// Hands one entry straight to the visitor; whether the scan wants more.
+    #[inline]
+    fn hand(&mut self, key: K, tid: u64) -> bool {
+        (self.visit)(key, tid);
+        self.visited += 1;
+        self.visited < self.limit
+    }
+
+    /// Whether the limit is reached.
+    fn is_full(&self) -> bool {
+        self.visited == self.limit
     }
 
     /// Hands the batch to the visitor; whether the scan is done (the range ended or the

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 
 use crossbeam_epoch::{self as epoch, Guard};
+use smallvec::SmallVec;
 
 use super::data::{DataLayer, Write};
 use super::key::{Pos, SbKey};
@@ -327,8 +328,9 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// The segments from the frontier back, under `guard`.
-    pub fn segments<'g>(&self, guard: &'g Guard) -> Vec<&'g Segment<K>> {
-        let mut out = vec![self.frontier(guard)];
+    pub fn segments<'g>(&self, guard: &'g Guard) -> SmallVec<[&'g Segment<K>; 4]> {
+        let mut out: SmallVec<[&'g Segment<K>; 4]> = SmallVec::new();
+        out.push(self.frontier(guard));
         loop {
             let prev = out
                 .last()
