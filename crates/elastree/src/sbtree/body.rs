@@ -403,16 +403,23 @@ impl<'a, K: SbKey> Body<'a, K> {
     }
 
     /// Where `pos` is in the late area: the index of the first entry at or above it, and
-    /// whether that entry has it.
+    /// whether that entry has it (a binary search: the area is sorted).
     pub fn late_find(&self, pos: Pos<K>, pairs: bool) -> (usize, bool) {
-        for j in 0..self.late_len() {
-            let (key, tid) = self.late(j);
-            let at = Pos::of(key, tid, pairs);
-            if at >= pos {
-                return (j, at == pos);
+        let (mut lo, mut hi) = (0, self.late_len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let (key, tid) = self.late(mid);
+            if Pos::of(key, tid, pairs) < pos {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
         }
-        (self.late_len(), false)
+        let found = lo < self.late_len() && {
+            let (key, tid) = self.late(lo);
+            Pos::of(key, tid, pairs) == pos
+        };
+        (lo, found)
     }
 
     // ----- writes: only under the owning block's write lock --------------------------------

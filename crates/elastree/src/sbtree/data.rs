@@ -9,7 +9,7 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crossbeam_epoch::Guard;
 
@@ -52,6 +52,12 @@ pub struct DataLayer<K: SbKey> {
     /// Blocks linked into the middle of the chain (by splits) that the search layer has not
     /// indexed: the maintenance thread rebuilds the layer when they add up.
     pub unindexed: AtomicUsize,
+    /// The lowest low fence of a block split since the search layer was last rebuilt: the
+    /// layer's entries below it are still right, so a rebuild keeps them.
+    pub split_low: Mutex<Option<Pos<K>>>,
+    /// The late level of the bodies appends build (see [`Geometry::late_level`]): set by
+    /// the conversions from the share of entries that arrive below the frontier.
+    pub late_level: AtomicUsize,
 }
 
 // SAFETY: all shared state is atomics; blocks are accessed under the version-lock protocol
@@ -75,6 +81,8 @@ impl<K: SbKey> DataLayer<K> {
             geo,
             len: StripedCount::default(),
             unindexed: AtomicUsize::new(0),
+            split_low: Mutex::new(None),
+            late_level: AtomicUsize::new(0),
         };
         layer.search_layer_unguarded().push(Pos::MIN, head);
         layer
@@ -251,7 +259,7 @@ impl<K: SbKey> DataLayer<K> {
         match write {
             Write::Insert { tid, replace } => {
                 let Some(body) = body else {
-                    self.rewrite(block, &[(key, tid)], self.geo.late_slots, true, guard);
+                    self.rewrite_balanced(block, &[(key, tid)], guard);
                     self.len.add(1);
                     return None;
                 };
@@ -263,7 +271,7 @@ impl<K: SbKey> DataLayer<K> {
                         }
                         if !body.set_tid(i, tid) {
                             let entries = with_tid(&body, pairs, pos, tid);
-                            self.rewrite(block, &entries, self.geo.late_slots, true, guard);
+                            self.rewrite_balanced(block, &entries, guard);
                         }
                         return Some(present);
                     }
@@ -274,7 +282,7 @@ impl<K: SbKey> DataLayer<K> {
                             let mut entries = Vec::new();
                             body.live_entries(pairs, &mut entries);
                             insert_sorted(&mut entries, key, tid, pairs);
-                            self.rewrite(block, &entries, self.geo.late_slots, true, guard);
+                            self.rewrite_balanced(block, &entries, guard);
                         }
                         self.len.add(1);
                         return None;
@@ -293,7 +301,7 @@ impl<K: SbKey> DataLayer<K> {
                     let mut entries = Vec::with_capacity(body.live() + 1);
                     body.live_entries(pairs, &mut entries);
                     insert_sorted(&mut entries, key, tid, pairs);
-                    self.rewrite(block, &entries, self.geo.late_slots, true, guard);
+                    self.rewrite_balanced(block, &entries, guard);
                 }
                 self.len.add(1);
                 None
@@ -322,12 +330,17 @@ impl<K: SbKey> DataLayer<K> {
                     if body.live() == 0 || 2 * body.dead() > body.count() {
                         let mut entries = Vec::with_capacity(body.live());
                         body.live_entries(pairs, &mut entries);
-                        self.rewrite(block, &entries, self.geo.late_slots, true, guard);
+                        self.rewrite_balanced(block, &entries, guard);
                     }
                 }
                 removed
             }
         }
+    }
+
+    /// [`Self::rewrite`] of a write: `entries` spread evenly, with the late area writes want.
+    fn rewrite_balanced(&self, block: &Block<K>, entries: &[(K, u64)], guard: &Guard) {
+        self.rewrite(block, entries, self.late_level_for_writes(), true, guard);
     }
 
     /// Replaces the body of the write-locked `block` with bodies holding `entries` (in
@@ -338,15 +351,15 @@ impl<K: SbKey> DataLayer<K> {
         &self,
         block: &Block<K>,
         entries: &[(K, u64)],
-        late_cap: usize,
+        late_level: usize,
         balanced: bool,
         guard: &Guard,
     ) {
         let geo = &self.geo;
         let pieces = if balanced {
-            split_even(entries, late_cap, geo)
+            split_even(entries, late_level, geo)
         } else {
-            split_greedy(entries, late_cap, geo)
+            split_greedy(entries, late_level, geo)
         };
         let mut bodies = pieces.iter().map(|&(start, shape)| {
             build(
@@ -391,6 +404,9 @@ impl<K: SbKey> DataLayer<K> {
                 let last = fresh.last().expect("a new block").0;
                 self.tail.store(last, Ordering::Release);
             } else {
+                let low = block.low();
+                let mut split_low = super::lock(&self.split_low);
+                *split_low = Some(split_low.map_or(low, |s| s.min(low)));
                 self.unindexed.fetch_add(fresh.len(), Ordering::Relaxed);
             }
         }
@@ -420,10 +436,22 @@ impl<K: SbKey> DataLayer<K> {
                 body.live_entries(self.geo.pairs, &mut all);
             }
             all.extend_from_slice(entries);
-            self.rewrite(block, &all, 0, false, guard);
+            self.rewrite(
+                block,
+                &all,
+                self.late_level.load(Ordering::Relaxed),
+                false,
+                guard,
+            );
             self.len.add(entries.len() as isize);
             return;
         }
+    }
+
+    /// The late level of a body rewritten for a delayed entry: the appends' level, at least
+    /// the first.
+    fn late_level_for_writes(&self) -> usize {
+        self.late_level.load(Ordering::Relaxed).max(1)
     }
 
     /// Hands a replaced body to the epoch collector (nothing for null).
@@ -502,18 +530,14 @@ fn insert_sorted<K: SbKey>(entries: &mut Vec<(K, u64)>, key: K, tid: u64, pairs:
 /// Cuts `entries` into as few bodies as hold them, filling each in turn: (start, shape).
 fn split_greedy<K: SbKey>(
     entries: &[(K, u64)],
-    late_cap: usize,
+    late_level: usize,
     geo: &Geometry,
 ) -> Vec<(usize, super::body::Shape)> {
+    let (late_cap, capacities) = geo.late(late_level);
     let mut pieces = Vec::new();
     let mut start = 0;
     while start < entries.len() {
-        let shape = plan(
-            &entries[start..],
-            geo.capacities(late_cap),
-            late_cap,
-            geo.bucket,
-        );
+        let shape = plan(&entries[start..], capacities, late_cap, geo.bucket);
         assert!(shape.count > 0, "a body holds at least one entry");
         pieces.push((start, shape));
         start += shape.count;
@@ -524,22 +548,18 @@ fn split_greedy<K: SbKey>(
 /// Cuts `entries` into as few bodies as hold them, of equal sizes (within one).
 fn split_even<K: SbKey>(
     entries: &[(K, u64)],
-    late_cap: usize,
+    late_level: usize,
     geo: &Geometry,
 ) -> Vec<(usize, super::body::Shape)> {
+    let (late_cap, capacities) = geo.late(late_level);
     let n = entries.len();
-    let mut parts = split_greedy(entries, late_cap, geo).len();
+    let mut parts = split_greedy(entries, late_level, geo).len();
     loop {
         let mut pieces = Vec::with_capacity(parts);
         let mut fits = true;
         for p in 0..parts {
             let (start, end) = (p * n / parts, (p + 1) * n / parts);
-            let shape = plan(
-                &entries[start..end],
-                geo.capacities(late_cap),
-                late_cap,
-                geo.bucket,
-            );
+            let shape = plan(&entries[start..end], capacities, late_cap, geo.bucket);
             if shape.count < end - start {
                 fits = false;
                 break;

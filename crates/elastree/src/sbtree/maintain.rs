@@ -21,12 +21,11 @@ use super::key::SbKey;
 use super::search::SearchLayer;
 use super::tree::{SbTree, SegmentPtr};
 
-/// Unindexed blocks that always wait for a rebuild (a split or two is not worth one).
-const MIN_UNINDEXED: usize = 32;
-
-/// Unindexed blocks per indexed one that make a rebuild due: a reader crosses about this
-/// share of extra blocks on average.
-const UNINDEXED_SHARE: usize = 16;
+/// Unindexed blocks that make a rebuild due. Splits happen where delayed entries arrive, in
+/// the newest blocks, and every entry arriving there crosses the unindexed blocks left of it:
+/// a rebuild (which copies the layer up to the leftmost split and walks the chain from
+/// there) is cheap next to that.
+const MIN_UNINDEXED: usize = 8;
 
 /// The smallest search layer built.
 const MIN_CAPACITY: usize = 64;
@@ -55,9 +54,8 @@ impl<K: SbKey> Maintenance<K> {
 impl<K: SbKey> SbTree<K> {
     /// Whether enough blocks were linked into the middle of the chain to rebuild the search
     /// layer.
-    pub fn rebuild_due(&self, guard: &Guard) -> bool {
-        let pending = self.data.unindexed.load(Ordering::Relaxed);
-        pending > MIN_UNINDEXED.max(self.data.search_layer(guard).len() / UNINDEXED_SHARE)
+    pub fn rebuild_due(&self, _guard: &Guard) -> bool {
+        self.data.unindexed.load(Ordering::Relaxed) >= MIN_UNINDEXED
     }
 
     /// One maintenance pass (the caller holds [`SbTree::maintenance`]).
@@ -88,26 +86,41 @@ impl<K: SbKey> SbTree<K> {
         }
     }
 
-    /// Rebuilds the search layer from the chain, with room to grow.
+    /// Rebuilds the search layer, with room to grow: the old layer's entries below the
+    /// lowest block split since the last rebuild are copied, the rest comes from the chain.
     fn rebuild(&self, state: &mut Maintenance<K>, guard: &Guard) {
         let pending = self.data.unindexed.load(Ordering::Relaxed);
-        let mut entries = Vec::new();
-        let mut block = self.data.head();
-        while !block.is_null() {
+        let split_low = super::lock(&self.data.split_low).take();
+        let old = self.data.search_layer_for_writer();
+        let old_entries = old.len();
+        // Entries of blocks left of every split are unchanged (a split links new blocks to the
+        // right of the block it splits, whose low fence stays).
+        let keep = match split_low {
+            Some(low) => old.count_below(low).max(1),
+            None => old_entries,
+        };
+        let mut block = old.block_at(keep - 1);
+        let mut fresh = Vec::new();
+        loop {
             // SAFETY: a linked block; the guard keeps it allocated.
-            let b = unsafe { &*block };
-            entries.push((b.low(), block));
-            block = b.next();
+            let next = unsafe { &*block }.next();
+            if next.is_null() {
+                break;
+            }
+            // SAFETY: as above.
+            fresh.push((unsafe { &*next }.low(), next));
+            block = next;
         }
         let layer = SearchLayer::new(
-            (2 * entries.len()).max(MIN_CAPACITY),
+            (2 * (keep + fresh.len())).max(MIN_CAPACITY),
             self.geo.fanout,
             self.geo.pairs,
         );
-        for &(low, block) in &entries {
+        layer.push_prefix_of(old, keep);
+        for &(low, block) in &fresh {
             layer.push(low, block);
         }
-        state.cursor = entries.last().expect("the head block").1;
+        state.cursor = block;
         self.data.replace_search_layer(layer, guard);
         self.data.unindexed.fetch_sub(pending, Ordering::Relaxed);
         state.rebuilds += 1;

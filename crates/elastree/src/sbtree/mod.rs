@@ -93,7 +93,7 @@ pub struct Geometry {
     pub bucket: usize,
     /// The most main entries a body holds.
     pub cap: usize,
-    /// Late slots of a body rebuilt for a delayed entry.
+    /// Late slots of the first late level (see [`Geometry::late_levels`]).
     pub late_slots: usize,
     /// Non-unique: entries ordered by (key, tid).
     pub pairs: bool,
@@ -105,10 +105,16 @@ pub struct Geometry {
     pub run_entries: usize,
     /// Blocks of an append run.
     pub run_blocks: usize,
-    /// The capacities of a body in each form ([`body::FORMS`]): without late slots (built
-    /// by conversions), and with `late_slots` (rebuilt for delayed entries).
-    pub capacities: [[usize; 4]; 2],
+    /// Late slots of a body at each late level: none (no delayed entries expected), then
+    /// `late_slots` times 1, 2, 4 and 8, in at most half a block (see
+    /// [`Geometry::late_level`]).
+    pub late_levels: [usize; LATE_LEVELS],
+    /// The capacities of a body in each form ([`body::FORMS`]) at each late level.
+    pub capacities: [[usize; 4]; LATE_LEVELS],
 }
+
+/// Late levels of a body (see [`Geometry::late_levels`]).
+pub const LATE_LEVELS: usize = 5;
 
 impl Geometry {
     /// The geometry for keys `K` from the options (already validated).
@@ -135,6 +141,9 @@ impl Geometry {
         };
         let caps = |late| body::capacities::<K>(late, own.bucket, block_bytes, cap);
         let per_block = (block_bytes / entry).min(cap);
+        // A late slot holds a full key and tid: at most half the block goes to them.
+        let most = (block_bytes / 2 / entry).max(1);
+        let late_levels = [0, 1, 2, 4, 8].map(|times| (times * late_slots).min(most));
         Self {
             block_bytes,
             bucket: own.bucket,
@@ -150,13 +159,26 @@ impl Geometry {
             // A power of two, so an entry's block and slot are a shift and a mask away.
             run_entries: 1 << per_block.ilog2(),
             run_blocks: own.run_blocks,
-            capacities: [caps(0), caps(late_slots)],
+            late_levels,
+            capacities: late_levels.map(caps),
         }
     }
 
-    /// The body capacities in each form with `late_cap` late slots (0 or `late_slots`).
-    pub fn capacities(&self, late_cap: usize) -> [usize; 4] {
-        self.capacities[usize::from(late_cap > 0)]
+    /// The late slots and capacities at late level `level`.
+    pub fn late(&self, level: usize) -> (usize, [usize; 4]) {
+        (self.late_levels[level], self.capacities[level])
+    }
+
+    /// The lowest late level whose share of late slots in a full compact body is at least
+    /// `share` (of the body's entries that will arrive late), or the highest.
+    pub fn late_level(&self, share: f64) -> usize {
+        (0..LATE_LEVELS)
+            .find(|&level| {
+                let late = self.late_levels[level] as f64;
+                let main = self.capacities[level][0] as f64;
+                late >= share * (late + main)
+            })
+            .unwrap_or(LATE_LEVELS - 1)
     }
 }
 

@@ -333,9 +333,9 @@ impl<K: SbKey> Run<K> {
     }
 
     /// Appends the live entries the sealer captured (after the drain) to `out`: the append
-    /// run's, then the late run's, each in position order. Returns how many of the two
-    /// parts had entries.
-    pub fn captured_entries(&self, out: &mut Vec<(K, u64)>) -> usize {
+    /// run's, then the late run's, each in position order, pushing to `starts` where each
+    /// part ends (the next one's start).
+    pub fn captured_entries(&self, out: &mut Vec<(K, u64)>, starts: &mut Vec<usize>) {
         let n = self.head.captured().unwrap_or(0) as usize;
         let mut i = 0;
         while i < n {
@@ -349,13 +349,14 @@ impl<K: SbKey> Run<K> {
             }
             i = end;
         }
+        starts.push(out.len());
         let late = self.late_head.captured().unwrap_or(0) as usize;
         out.extend(
             (0..late)
                 .filter(|&j| !self.late_is_dead(j))
                 .map(|j| self.late_entry(j)),
         );
-        usize::from(n > 0) + usize::from(late > 0)
+        starts.push(out.len());
     }
 
     /// The largest captured position, dead entries included.

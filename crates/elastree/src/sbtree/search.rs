@@ -208,6 +208,44 @@ impl<K: SbKey> SearchLayer<K> {
         true
     }
 
+    /// How many indexed low fences are below `pos` (a binary search of level 0).
+    pub fn count_below(&self, pos: Pos<K>) -> usize {
+        let len = self.len();
+        let (keys, tids) = self.published(0, len);
+        let at = |i: usize| Pos {
+            key: keys[i],
+            tid: if self.pairs { tids[i] } else { 0 },
+        };
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if at(mid) < pos {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The block of entry `i` (below [`SearchLayer::len`]).
+    pub fn block_at(&self, i: usize) -> *mut Block<K> {
+        self.blocks[i].load(Ordering::Relaxed)
+    }
+
+    /// Pushes the first `n` entries of `other` (single writer, as [`SearchLayer::push`]).
+    pub fn push_prefix_of(&self, other: &SearchLayer<K>, n: usize) {
+        let (keys, tids) = other.published(0, n);
+        for i in 0..n {
+            let low = Pos {
+                key: keys[i],
+                tid: if self.pairs { tids[i] } else { 0 },
+            };
+            let pushed = self.push(low, other.block_at(i));
+            debug_assert!(pushed, "the new layer has room for the old one's prefix");
+        }
+    }
+
     /// The indexed entries in order: low fence and block (for checks and rebuilds).
     pub fn entries(&self) -> Vec<(Pos<K>, *mut Block<K>)> {
         let len = self.len();

@@ -203,16 +203,13 @@ impl<K: SbKey> Segment<K> {
         let runs: Vec<&Run<K>> = (0..self.used()).filter_map(|slot| self.run(slot)).collect();
         let total = runs.iter().map(|r| r.captured_len()).sum();
         let mut entries = Vec::with_capacity(total);
-        let mut sources = 0;
+        // Each part of each run (append, late) is sorted: copy them one after the other,
+        // noting where each starts, then merge.
+        let mut starts = vec![0];
         for run in runs {
-            sources += run.captured_entries(&mut entries);
+            run.captured_entries(&mut entries, &mut starts);
         }
-        // Each source (append run, late run) is sorted: one is the whole, several merge (the
-        // stable sort finds the runs and merges them).
-        if sources > 1 {
-            entries.sort_by_key(|&(k, t)| Pos::of(k, t, pairs));
-        }
-        entries
+        merge_sorted(entries, &starts, pairs)
     }
 
     /// The published lengths of the runs' append parts, clamped to what is in the segment
@@ -345,6 +342,44 @@ impl<K: SbKey> Segment<K> {
     }
 }
 
+/// Merges the sorted stretches of `entries` that begin at `starts` (ascending, the first 0)
+/// into one sorted vector: adjacent stretches pairwise, pass after pass.
+fn merge_sorted<K: SbKey>(
+    mut entries: Vec<(K, u64)>,
+    starts: &[usize],
+    pairs: bool,
+) -> Vec<(K, u64)> {
+    let len = entries.len();
+    let mut bounds: Vec<usize> = starts.iter().copied().filter(|&s| s < len).collect();
+    bounds.dedup();
+    let at = |e: &(K, u64)| Pos::of(e.0, e.1, pairs);
+    let mut other = Vec::with_capacity(len);
+    while bounds.len() > 1 {
+        other.clear();
+        let end_of = |k: usize| bounds.get(k).copied().unwrap_or(len);
+        let mut merged = Vec::with_capacity(bounds.len().div_ceil(2));
+        for k in (0..bounds.len()).step_by(2) {
+            merged.push(other.len());
+            let (mut i, a_end) = (bounds[k], end_of(k + 1));
+            let (mut j, b_end) = (a_end, end_of(k + 2));
+            while i < a_end && j < b_end {
+                if at(&entries[j]) < at(&entries[i]) {
+                    other.push(entries[j]);
+                    j += 1;
+                } else {
+                    other.push(entries[i]);
+                    i += 1;
+                }
+            }
+            other.extend_from_slice(&entries[i..a_end]);
+            other.extend_from_slice(&entries[j..b_end]);
+        }
+        std::mem::swap(&mut entries, &mut other);
+        bounds = merged;
+    }
+    entries
+}
+
 impl<K: SbKey> Drop for Segment<K> {
     fn drop(&mut self) {
         for slot in self.slots.iter_mut() {
@@ -360,5 +395,29 @@ impl<K: SbKey> Drop for Segment<K> {
                 .sub(Run::<K>::bytes(self.run_blocks, self.per_block, MAX_RUNS));
         }
         self.res.aux.sub(Self::bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_stretches_merge_into_one() {
+        for stretches in [
+            vec![],
+            vec![vec![1u64, 5, 9]],
+            vec![vec![2, 4], vec![1, 3, 5], vec![], vec![0, 6]],
+        ] {
+            let mut entries = Vec::new();
+            let mut starts = vec![0];
+            for s in &stretches {
+                entries.extend(s.iter().map(|&k| (k, k)));
+                starts.push(entries.len());
+            }
+            let mut expected = entries.clone();
+            expected.sort_unstable();
+            assert_eq!(merge_sorted(entries, &starts, false), expected);
+        }
     }
 }

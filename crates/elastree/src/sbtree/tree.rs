@@ -49,6 +49,21 @@ pub struct SbTree<K: SbKey> {
     pub counters: Counters,
     /// Converted segments some thread may still hold a run of.
     pub lingering: Mutex<Vec<SegmentPtr<K>>>,
+    /// The recent share of entries written below the frontier (see `adapt_late_level`).
+    late_rate: Mutex<LateRate>,
+}
+
+/// Late slots a conversion leaves per expected late entry: a little more than expected, as
+/// the share varies from block to block.
+const LATE_MARGIN: f64 = 1.25;
+
+/// The share of entries that arrive below the frontier, per entry converted.
+#[derive(Default)]
+struct LateRate {
+    /// The count of such entries at the last conversion.
+    delayed: usize,
+    /// Their recent share (halved at every conversion, plus half the new sample).
+    share: f64,
 }
 
 /// A converted segment waiting to be freed.
@@ -80,6 +95,7 @@ impl<K: SbKey> SbTree<K> {
             maintainer: OnceLock::new(),
             counters: Counters::default(),
             lingering: Mutex::new(Vec::new()),
+            late_rate: Mutex::new(LateRate::default()),
         }
     }
 
@@ -279,6 +295,7 @@ impl<K: SbKey> SbTree<K> {
         while self.converted.load(Ordering::Acquire) + 1 != segment.seq {
             wait.wait();
         }
+        self.adapt_late_level(entries.len());
         self.data.append(&entries, guard);
         self.counters.converted.add(entries.len() as isize);
         segment.converted.store(true, Ordering::Release);
@@ -289,6 +306,20 @@ impl<K: SbKey> SbTree<K> {
         segment.release();
         super::lock(&self.lingering).push(SegmentPtr(segment as *const _ as *mut _));
         self.wake_maintainer();
+    }
+
+    /// Sets the late level of the bodies the conversions build from the share of entries
+    /// that arrived below the frontier (into data blocks) per entry converted since the last
+    /// conversion, smoothed: each block a conversion builds receives about that share of its
+    /// entries later, so it leaves that much room and stays whole instead of splitting.
+    fn adapt_late_level(&self, converting: usize) {
+        let mut rate = super::lock(&self.late_rate);
+        let delayed = self.counters.delayed.get();
+        let sample = (delayed - rate.delayed) as f64 / converting.max(1) as f64;
+        rate.delayed = delayed;
+        rate.share = (rate.share + sample) / 2.0;
+        let level = self.geo.late_level(rate.share * LATE_MARGIN);
+        self.data.late_level.store(level, Ordering::Relaxed);
     }
 
     /// Wakes the maintenance thread (cheap when it is not parked).
