@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command, and what CI runs):
-#   formatting, lints, every workspace test, the loom model checks of the version lock and
-#   the writer gate, the single-threaded model tests and the unsafe node and epoch code
-#   under valgrind memcheck at a small scale, and the concurrent stress tests under
+#   formatting, lints, every workspace test, the loom model checks of the version lock, the
+#   writer gate and the SB-tree's seal, the single-threaded model tests and the unsafe node
+#   and epoch code under valgrind memcheck at a small scale, and the concurrent stress tests under
 #   AddressSanitizer. Prints each step's wall time at the end.
 #
 # Everything is compiled once, in the test profile (Cargo.toml): the memcheck step runs the
@@ -88,7 +88,7 @@ memcheck() {
 }
 
 loom() {
-  cargo test --workspace --features elastree/loom --test loom_olc
+  cargo test --workspace --features elastree/loom --test loom_olc --test loom_sbtree
 }
 
 # The concurrent stress tests (one seed) under AddressSanitizer: memcheck runs one thread at
@@ -109,7 +109,7 @@ asan() {
 beside() {
   local status=0
   step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck || status=1
-  step "  beside: loom model checks (version lock, writer gate)" loom || status=1
+  step "  beside: loom model checks (version lock, writer gate, SB-tree seal)" loom || status=1
   step "  beside: AddressSanitizer (stress tests, 1 seed)" asan || status=1
   return "$status"
 }

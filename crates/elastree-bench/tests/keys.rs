@@ -390,7 +390,7 @@ fn sorted_order_matches_byte_order() {
 }
 
 #[test]
-fn every_index_takes_every_key_width_but_congee_only_8_bytes() {
+fn every_index_takes_every_key_width_but_congee_only_8_bytes_and_sbtree_8_or_16() {
     let _limit = time_limit();
     for kind in every_kind() {
         for spec in IndexSpec::all() {
@@ -404,6 +404,10 @@ fn every_index_takes_every_key_width_but_congee_only_8_bytes() {
                 (IndexSpec::Peer(Peer::Congee), Err(reason)) => {
                     assert_ne!(kind.key_len(), Some(8), "congee on {kind}");
                     assert!(reason.contains(kind.name()), "{reason}");
+                }
+                (IndexSpec::Elastree(elastree::IndexKind::SbTree), result) => {
+                    let integer = matches!(kind.key_len(), Some(8 | 16));
+                    assert_eq!(result.is_ok(), integer, "sbtree on {kind}: {result:?}");
                 }
                 (_, result) => assert_eq!(result, Ok(()), "{spec} on {kind}"),
             }

@@ -209,7 +209,8 @@ pub struct IndexArgs {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_KEY_LEN)]
     pub max_key_len: usize,
 
-    /// Every key has exactly this many bytes (8 and 16 select integer-compared layouts).
+    /// Every key has exactly this many bytes (8 and 16 select integer-compared layouts;
+    /// sbtree takes 8 or 16 and defaults to 8).
     #[arg(long, value_name = "BYTES")]
     pub key_len: Option<usize>,
 
@@ -320,12 +321,11 @@ impl IndexArgs {
             }
             _ => IndexBuilder::new(kind),
         };
+        let key_len = self.key_len.map_or(kind.default_key_len(), KeyLen::Fixed);
         let mut builder = builder
             .unique(!self.non_unique)
-            .max_key_len(self.max_key_len);
-        if let Some(bytes) = self.key_len {
-            builder = builder.key_len(KeyLen::Fixed(bytes));
-        }
+            .max_key_len(self.max_key_len)
+            .key_len(key_len);
         if let Some(entries) = self.leaf_capacity {
             builder = builder.leaf_capacity(entries);
         }

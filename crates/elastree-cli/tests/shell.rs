@@ -573,8 +573,10 @@ impl Rng {
 }
 
 /// A random key as (token, bytes), in one of the three token forms.
-fn random_key(rng: &mut Rng) -> (String, Vec<u8>) {
-    match rng.below(3) {
+/// A random key token and its bytes; `integer`: always a `u64:` key (for kinds that take
+/// only fixed-width integer keys).
+fn random_key(rng: &mut Rng, integer: bool) -> (String, Vec<u8>) {
+    match if integer { 0 } else { rng.below(3) } {
         0 => {
             let n = rng.below(400);
             (format!("u64:{n}"), n.to_be_bytes().to_vec())
@@ -600,6 +602,8 @@ fn hex(bytes: &[u8]) -> String {
 /// The reference: a set of (key, tid) pairs, with the unique-index rules on top.
 struct Model {
     unique: bool,
+    /// Only 8-byte integer keys.
+    integer: bool,
     pairs: BTreeSet<(Vec<u8>, u64)>,
 }
 
@@ -625,7 +629,7 @@ impl Model {
 
     /// Generates one random command and returns it with the replies the shell must print.
     fn step(&mut self, rng: &mut Rng) -> (String, Vec<String>) {
-        let (token, key) = random_key(rng);
+        let (token, key) = random_key(rng, self.integer);
         // A tid names a tuple, and a tuple has one key: tids are derived from the key (one
         // of a few per key), as kinds that load keys by tid require.
         let tid = key_tid(&key) | rng.below(if self.unique { 8 } else { 6 });
@@ -693,7 +697,7 @@ impl Model {
                 )
             }
             94..=97 => {
-                let (hi_token, hi) = random_key(rng);
+                let (hi_token, hi) = random_key(rng, self.integer);
                 let reply = if key < hi {
                     let lower = Bound::Included((key, 0));
                     let upper = Bound::Excluded((hi, 0));
@@ -719,9 +723,11 @@ fn key_tid(key: &[u8]) -> u64 {
 }
 
 fn random_session(kind: &[&str], unique: bool, seed: u64, commands: usize) {
+    let integer = kind.contains(&"sbtree");
     let mut rng = Rng(seed);
     let mut model = Model {
         unique,
+        integer,
         pairs: BTreeSet::new(),
     };
     let mut script = String::new();
@@ -804,6 +810,8 @@ const KINDS: &[&[&str]] = &[
         "256",
     ],
     &["--index", "btree", "--pages", "base"],
+    // Fixed 8-byte keys only: the sessions draw `u64:` keys for it.
+    &["--index", "sbtree"],
 ];
 
 #[test]
@@ -896,6 +904,47 @@ fn a_kinds_own_option_on_another_kind_is_refused() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// The SB-tree takes 8-byte keys unless told 16: another key length answers `ERR` and the
+/// session goes on; a key length it does not take at all is refused at start.
+#[test]
+fn sbtree_takes_fixed_width_integer_keys() {
+    let _limit = time_limit();
+    let script = b"put u64:5 1\nput u64:7 2\nput abc 3\nget u64:5\nscan u64:0 5\nrscan u64:9 1\nlen\ncheck\n";
+    let out = shell(&["--index", "sbtree"], script);
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(&got[..2], ["OK", "OK"], "{out}");
+    assert!(
+        got[2].starts_with("ERR") && got[2].contains("8 bytes"),
+        "{out}"
+    );
+    assert_eq!(
+        &got[3..],
+        [
+            "1",
+            "0000000000000005 1",
+            "0000000000000007 2",
+            "END",
+            "0000000000000007 2",
+            "END",
+            "2",
+            "OK"
+        ],
+        "{out}"
+    );
+    let wide = shell(
+        &["--index", "sbtree", "--key-len", "16"],
+        b"put hex:000102030405060708090a0b0c0d0e0f 9\nget u64:1\nlen\n",
+    );
+    let got: Vec<&str> = wide.lines().collect();
+    assert_eq!(got[0], "OK", "{wide}");
+    assert!(got[1].starts_with("ERR"), "{wide}");
+    assert_eq!(got[2], "1", "{wide}");
+    let output = run(&["shell", "--index", "sbtree", "--key-len", "4"], b"len\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("8 or 16 bytes"), "{stderr}");
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
 /// Number of stripes; a power of two comfortably above the core counts we run on.
-const STRIPES: usize = 16;
+pub(crate) const STRIPES: usize = 16;
 
 #[repr(align(64))]
 #[derive(Default)]
@@ -17,7 +17,10 @@ pub(crate) struct StripedCount {
     stripes: [Stripe; STRIPES],
 }
 
-fn stripe_of_this_thread() -> usize {
+/// This thread's stripe, `0..STRIPES`: threads are dealt stripes in turn as they first ask,
+/// so up to [`STRIPES`] threads get one each. Also the shard of per-thread structures
+/// elsewhere (the SB-tree's block free lists).
+pub(crate) fn stripe_of_this_thread() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };

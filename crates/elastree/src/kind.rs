@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use crate::hybrid::static_index::StaticIndex;
 use crate::hybrid::HybridOptions;
-use crate::{BTreeIndex, Error, HybridIndex, Index, IndexOptions};
+use crate::{BTreeIndex, Error, HybridIndex, Index, IndexOptions, KeyLen, SbTreeOptions};
 
 /// The index kinds this crate builds. Kinds implemented elsewhere (the distributed index of
 /// `elastree-dist`) implement [`Index`] without being listed here.
@@ -34,6 +34,11 @@ pub enum IndexKind {
     /// bulk-loaded from sorted pairs ([`crate::IndexBuilder::build_sorted`]); writes are
     /// refused.
     Static,
+    /// The SB-tree ([`crate::sbtree`]): time-series keys (mostly increasing, some late)
+    /// appended to per-thread runs, converted into data blocks under a packed search layer.
+    /// Fixed-width integer keys only (8 or 16 bytes); built from
+    /// [`crate::SbTreeOptions`] or with their defaults.
+    SbTree,
 }
 
 impl IndexKind {
@@ -45,6 +50,7 @@ impl IndexKind {
         IndexKind::Hybrid,
         IndexKind::HybridCompressed,
         IndexKind::Static,
+        IndexKind::SbTree,
     ];
 
     /// The kind's name as the CLI and the benchmark spell it.
@@ -56,6 +62,25 @@ impl IndexKind {
             IndexKind::Hybrid => "hybrid",
             IndexKind::HybridCompressed => "hybrid-compressed",
             IndexKind::Static => "static",
+            IndexKind::SbTree => "sbtree",
+        }
+    }
+
+    /// The key length an index of this kind gets when none is given: [`KeyLen::Variable`],
+    /// or for a kind that takes only fixed-width keys (`sbtree`), 8 bytes.
+    pub fn default_key_len(self) -> KeyLen {
+        match self {
+            IndexKind::SbTree => KeyLen::Fixed(8),
+            _ => KeyLen::Variable,
+        }
+    }
+
+    /// Whether the kind indexes keys of `key_len`: every kind takes every length but
+    /// `sbtree`, which takes fixed 8- and 16-byte keys (and refuses to build for others).
+    pub fn takes_key_len(self, key_len: KeyLen) -> bool {
+        match self {
+            IndexKind::SbTree => matches!(key_len, KeyLen::Fixed(8 | 16)),
+            _ => true,
         }
     }
 
@@ -155,6 +180,7 @@ impl KindOptions for IndexKind {
                 HybridOptions::default().for_kind(*self).build(options)
             }
             IndexKind::Static => Ok(Box::new(StaticIndex::new(options)?)),
+            IndexKind::SbTree => SbTreeOptions::default().build(options),
         }
     }
 

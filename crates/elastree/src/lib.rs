@@ -44,6 +44,7 @@ pub mod hybrid;
 pub mod key;
 pub mod mem;
 pub mod node;
+pub mod sbtree;
 pub mod sync;
 pub mod table;
 
@@ -63,4 +64,5 @@ pub use kind::{IndexKind, KindOptions};
 pub use mem::MemoryUsage;
 pub use node::page::MidWidth;
 pub use options::{IndexBuilder, IndexOptions, DEFAULT_MAX_KEY_LEN, MAX_KEY_LEN_LIMIT};
+pub use sbtree::SbTreeOptions;
 pub use stats::KindStats;

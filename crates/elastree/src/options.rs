@@ -198,7 +198,9 @@ mod tests {
     #[test]
     fn every_kind_with_defaults_builds_but_those_that_need_a_key_source() {
         for &kind in IndexKind::ALL {
-            let built = IndexBuilder::new(kind).build();
+            let built = IndexBuilder::new(kind)
+                .key_len(kind.default_key_len())
+                .build();
             match built {
                 Ok(index) => {
                     assert!(!kind.needs_key_source(), "{kind}");
@@ -209,6 +211,28 @@ mod tests {
                     assert!(why.contains("Options::new"), "{kind}: {why}");
                 }
                 Err(e) => panic!("{kind}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_kind_refuses_key_lengths_it_does_not_take() {
+        for &kind in IndexKind::ALL {
+            for key_len in [
+                KeyLen::Variable,
+                KeyLen::Fixed(4),
+                KeyLen::Fixed(8),
+                KeyLen::Fixed(16),
+            ] {
+                if kind.takes_key_len(key_len) || kind.needs_key_source() {
+                    continue;
+                }
+                match IndexBuilder::new(kind).key_len(key_len).build() {
+                    Err(Error::InvalidConfig(why)) => {
+                        assert!(why.contains("Fixed(8)"), "{kind}: {why}")
+                    }
+                    other => panic!("{kind} with {key_len:?}: {:?}", other.map(|i| i.kind())),
+                }
             }
         }
     }

@@ -4,6 +4,7 @@
 //! optimized pages.
 
 use elastree::elastic::ElasticStats;
+use elastree::sbtree::SbTreeStats;
 use elastree::{IndexBuilder, IndexKind};
 use elastree_testkit::model::{
     as_is, base_pages, builder, prefix_pages, prefix_split_pages, run_model_merging, tiny, Built,
@@ -46,6 +47,17 @@ fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: 
         return;
     }
     let index = built.index();
+    if let Some(stats) = index.stats_as::<SbTreeStats>() {
+        // Tiny blocks: segments sealed and converted, keys below the frontier written into
+        // data blocks, and (mostly increasing keys) late keys in the frontier.
+        let late = matches!(run.keys, Keys::Sequential64);
+        assert!(
+            stats.seals > 0 && stats.delayed_inserts > 0 && (!late || stats.late_inserts > 0),
+            "{kind} ({:?}, seed {}): {stats:?}",
+            run.keys,
+            run.seed
+        );
+    }
     if let Some(stats) = index.stats_as::<ElasticStats>() {
         assert!(
             stats.compactions > 0 && stats.expansions > 0,
@@ -181,6 +193,70 @@ model_tests! {
     hybrid_compressed: IndexKind::HybridCompressed, as_is;
 }
 
+/// The SB-tree indexes fixed-width integer keys: its model tests run the integer key sets,
+/// with tiny blocks (4 entries per block and run block: seals, late runs, splits and search
+/// layer rebuilds all the time) and with the default blocks.
+mod sbtree {
+    use super::*;
+
+    const INTEGER_KEY_SETS: &[Keys] = &[
+        Keys::Small64 { space: 600 },
+        Keys::Sequential64,
+        Keys::Small128 { space: 600 },
+    ];
+
+    fn tiny_blocks(unique: bool, seed: u64) {
+        for (i, &keys) in INTEGER_KEY_SETS.iter().enumerate() {
+            let registry = Registry::new();
+            let builder = tiny(IndexKind::SbTree, &registry, unique, keys, 16);
+            let run = Run {
+                keys,
+                ops: 40_000,
+                seed: seed + i as u64,
+                check_every: 97,
+                tiny: true,
+            };
+            model_case(IndexKind::SbTree, builder, &registry, run);
+        }
+    }
+
+    #[test]
+    fn unique_tiny_blocks() {
+        let _limit = time_limit();
+        tiny_blocks(true, 100);
+    }
+
+    #[test]
+    fn non_unique_tiny_blocks() {
+        let _limit = time_limit();
+        tiny_blocks(false, 200);
+    }
+
+    #[test]
+    fn default_blocks_larger_key_space() {
+        let _limit = time_limit();
+        for (i, keys) in [Keys::Small64 { space: 50_000 }, Keys::Sequential64]
+            .into_iter()
+            .enumerate()
+        {
+            for unique in [true, false] {
+                let registry = Registry::new();
+                let builder = builder(IndexKind::SbTree, &registry, DEFAULT_NODES_BUDGET)
+                    .unique(unique)
+                    .key_len(keys.key_len());
+                let run = Run {
+                    keys,
+                    ops: 60_000,
+                    seed: 300 + i as u64,
+                    check_every: 5_000,
+                    tiny: false,
+                };
+                model_case(IndexKind::SbTree, builder, &registry, run);
+            }
+        }
+    }
+}
+
 /// Every kind that takes writes has its tests above.
 #[test]
 fn every_writable_kind_runs_the_model_test() {
@@ -190,6 +266,7 @@ fn every_writable_kind_runs_the_model_test() {
         IndexKind::SeqTree,
         IndexKind::Hybrid,
         IndexKind::HybridCompressed,
+        IndexKind::SbTree,
     ];
     for kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
         assert!(

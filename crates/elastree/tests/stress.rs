@@ -252,6 +252,9 @@ fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
 
 /// [`run`] with `shape` applied to the builder.
 fn run_shaped(kind: IndexKind, shape: Shape, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
+    if !kind.takes_key_len(key_len) {
+        return;
+    }
     for seed in seeds() {
         let what = format!(
             "{kind} {} {enc:?} {} nodes, seed {seed}",
@@ -435,4 +438,352 @@ fn elastic_ordered_writers_sweep_under_the_budget() {
         held as f64 <= budget as f64 * 1.05,
         "{held} bytes over the budget of {budget} ({stats:?})"
     );
+}
+
+/// The SB-tree under the workload it is for: writers take batches of increasing keys from a
+/// shared clock (the newest readings) and append them, hold some back and insert them a few
+/// batches later (delayed readings, which land in the frontier's late runs or in data
+/// blocks), insert keys another writer also inserts at the same time (duplicates, which meet
+/// in the runs' checks), and remove some of their own keys; scanners check order and the
+/// stable keys while segments are sealed and converted under them. At the end every key is
+/// there once, with the tid of its last insert; every insert's answer chains: of all inserts
+/// of a key exactly one found nothing, and the others each replaced a distinct earlier tid.
+mod sbtree_ingest {
+    use std::collections::{BTreeMap, BTreeSet, HashMap};
+    use std::ops::Bound;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::thread;
+
+    use elastree::sbtree::{SbTreeOptions, SbTreeStats};
+    use elastree::{Direction, Index, IndexBuilder, KeyLen};
+    use elastree_testkit::model::{all_pairs, assert_same_pairs, scaled};
+    use elastree_testkit::{time_limit, StopFlag};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    const WRITERS: u64 = 4;
+    const SCANNERS: u64 = 2;
+    /// Keys a writer takes from the clock at a time.
+    const BATCH: u64 = 16;
+    /// Batches each writer takes.
+    const BATCHES: u64 = 2_500;
+    /// Keys below this are loaded before the run and never touched: every scan must see
+    /// the ones in its range.
+    const STABLE: u64 = 2_000;
+    /// Keys are the clock's values spread out, as timestamps with a sensor id are.
+    fn key(clock: u64) -> u64 {
+        (1 << 40) + clock * 8
+    }
+
+    /// What one writer did: every insert (key, tid, the index's answer), and the keys it
+    /// removed with the tid removed.
+    #[derive(Default)]
+    struct Log {
+        inserts: Vec<(u64, u64, Option<u64>)>,
+        removes: Vec<(u64, u64)>,
+    }
+
+    fn write(index: &dyn Index, clock: &AtomicU64, w: u64, seed: u64) -> Log {
+        let mut rng = StdRng::seed_from_u64(seed * 100 + w);
+        let mut log = Log::default();
+        let mut held: Vec<(u64, u64)> = Vec::new(); // (release batch, key)
+        let mut mine: Vec<u64> = Vec::new();
+        let mut n = 0u64;
+        let mut insert = |k: u64, log: &mut Log| {
+            n += 1;
+            let tid = (w << 48) | n;
+            let previous = index.insert(&key(k).to_be_bytes(), tid).unwrap();
+            log.inserts.push((k, tid, previous));
+        };
+        for batch in 0..scaled(BATCHES) {
+            let first = clock.fetch_add(BATCH, Ordering::AcqRel);
+            for k in first..first + BATCH {
+                if rng.gen_bool(0.15) {
+                    held.push((batch + rng.gen_range(1..8), k));
+                } else {
+                    insert(k, &mut log);
+                    mine.push(k);
+                }
+            }
+            // A key of the batch before this one, likely another writer's: two inserts of it
+            // race (or follow each other) across runs.
+            if first >= STABLE + BATCH && rng.gen_bool(0.3) {
+                insert(first - rng.gen_range(1..=BATCH), &mut log);
+            }
+            // Delayed keys due now.
+            let (due, later): (Vec<_>, Vec<_>) = held.drain(..).partition(|&(at, _)| at <= batch);
+            held = later;
+            for (_, k) in due {
+                insert(k, &mut log);
+            }
+            // Now and then, remove one of this writer's own keys (no one else removes them).
+            if rng.gen_bool(0.05) && !mine.is_empty() {
+                let k = mine.swap_remove(rng.gen_range(0..mine.len()));
+                if let Some(tid) = index.remove(&key(k).to_be_bytes()).unwrap() {
+                    log.removes.push((k, tid));
+                }
+            }
+        }
+        for (_, k) in held {
+            insert(k, &mut log);
+        }
+        log
+    }
+
+    fn scan(index: &dyn Index, clock: &AtomicU64, scanner: u64, stop: &StopFlag) {
+        let mut rng = StdRng::seed_from_u64(9000 + scanner);
+        let mut scans = 0;
+        while !stop.is_set() || scans < scaled(20) {
+            scans += 1;
+            let top = clock.load(Ordering::Acquire).max(STABLE);
+            let lo = rng.gen_range(0..top);
+            let hi = lo + rng.gen_range(1..2_000);
+            let descending = scans % 2 == 1;
+            let mut seen = Vec::new();
+            index
+                .scan(
+                    Bound::Included(&key(lo).to_be_bytes()[..]),
+                    Bound::Excluded(&key(hi).to_be_bytes()[..]),
+                    if descending {
+                        Direction::Descending
+                    } else {
+                        Direction::Ascending
+                    },
+                    usize::MAX,
+                    &mut |k, _| seen.push(u64::from_be_bytes(k.try_into().unwrap())),
+                )
+                .unwrap();
+            if descending {
+                seen.reverse();
+            }
+            if let Some(at) = seen.windows(2).position(|p| p[0] >= p[1]) {
+                panic!("scan {scans} {lo}..{hi} (descending {descending}): out of order at {at}: {} then {}", seen[at], seen[at + 1]);
+            }
+            let keys: BTreeSet<u64> = seen.into_iter().collect();
+            let missed: Vec<u64> = (lo..hi.min(STABLE))
+                .filter(|&k| !keys.contains(&key(k)))
+                .take(5)
+                .collect();
+            assert!(
+                missed.is_empty(),
+                "scan {scans} {lo}..{hi}: missed stable keys {missed:?}"
+            );
+        }
+    }
+
+    fn run(builder: IndexBuilder, seed: u64, what: &str) {
+        let index = builder.build().unwrap();
+        let index = &*index;
+        for k in 0..STABLE {
+            index.insert(&key(k).to_be_bytes(), k).unwrap();
+        }
+        let clock = AtomicU64::new(STABLE);
+        let stop = StopFlag::new();
+        let logs: Vec<Log> = thread::scope(|s| {
+            let stopping = stop.set_on_drop();
+            for scanner in 0..SCANNERS {
+                let (clock, stop) = (&clock, &stop);
+                s.spawn(move || scan(index, clock, scanner, stop));
+            }
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|w| {
+                    let clock = &clock;
+                    s.spawn(move || write(index, clock, w, seed))
+                })
+                .collect();
+            let logs = writers.into_iter().map(|h| h.join().unwrap()).collect();
+            drop(stopping);
+            logs
+        });
+        index
+            .check()
+            .unwrap_or_else(|e| panic!("{what}: check: {e}"));
+        // Every key's inserts chain: one found nothing, each other replaced a distinct tid.
+        let mut by_key: HashMap<u64, Vec<(u64, Option<u64>)>> = HashMap::new();
+        for log in &logs {
+            for &(k, tid, previous) in &log.inserts {
+                by_key.entry(k).or_default().push((tid, previous));
+            }
+        }
+        let removed: HashMap<u64, u64> = logs
+            .iter()
+            .flat_map(|l| l.removes.iter().copied())
+            .collect();
+        let mut expected: BTreeMap<u64, u64> = (0..STABLE).map(|k| (k, k)).collect();
+        for (&k, inserts) in &by_key {
+            let tids: BTreeSet<u64> = inserts.iter().map(|i| i.0).collect();
+            let firsts = inserts.iter().filter(|i| i.1.is_none()).count();
+            let replaced: Vec<u64> = inserts.iter().filter_map(|i| i.1).collect();
+            let distinct: BTreeSet<u64> = replaced.iter().copied().collect();
+            let ctx = || {
+                format!(
+                    "{what}: key {k}, inserts {inserts:?}, removed {:?}",
+                    removed.get(&k)
+                )
+            };
+            // A removal in between restarts the chain, so allow one more first insert.
+            let restarts = usize::from(removed.contains_key(&k));
+            assert!(firsts >= 1 && firsts <= 1 + restarts, "{}", ctx());
+            assert_eq!(
+                distinct.len(),
+                replaced.len(),
+                "a tid replaced twice: {}",
+                ctx()
+            );
+            assert!(
+                distinct.is_subset(&tids),
+                "replaced a tid never inserted: {}",
+                ctx()
+            );
+            let unreplaced: Vec<u64> = tids.difference(&distinct).copied().collect();
+            if restarts == 0 {
+                assert_eq!(unreplaced.len(), 1, "{}", ctx());
+                expected.insert(k, unreplaced[0]);
+            } else {
+                // Removed once: its tid is gone; the key holds the last tid inserted after it
+                // if any (found in the index, and it must be one nobody replaced).
+                let removed_tid = removed[&k];
+                let left: Vec<u64> = unreplaced
+                    .into_iter()
+                    .filter(|&t| t != removed_tid)
+                    .collect();
+                assert!(left.len() <= 1, "{}", ctx());
+                if let Some(&t) = left.first() {
+                    expected.insert(k, t);
+                }
+            }
+        }
+        let got: Vec<(u64, u64)> = all_pairs(index)
+            .into_iter()
+            .map(|(k, t)| ((k - (1 << 40)) / 8, t))
+            .collect();
+        let expected: Vec<(u64, u64)> = expected.into_iter().collect();
+        assert_same_pairs(&got, &expected, &format!("{what}: final contents"));
+        assert_eq!(index.len(), expected.len(), "{what}: len");
+        // Segments sealed under the writers, and every held-back key went below its
+        // writer's last append: into a late run or a data block.
+        let stats = index.stats_as::<SbTreeStats>().unwrap();
+        assert!(
+            stats.seals > 0 && stats.late_inserts + stats.delayed_inserts > 0,
+            "{what}: {stats:?}"
+        );
+    }
+
+    /// Writers that append the same keys at the same time, in order: every key is appended
+    /// to several runs at once, so the runs' checks meet on every one. Each key ends with
+    /// one tid, and its inserts' answers chain.
+    #[test]
+    fn twin_writers_append_the_same_keys() {
+        let _limit = time_limit();
+        for (unique, tiny) in [(true, true), (true, false), (false, true)] {
+            let mut builder = IndexBuilder::new(SbTreeOptions {
+                run_blocks: 4,
+                ..SbTreeOptions::default()
+            })
+            .key_len(KeyLen::Fixed(8))
+            .unique(unique);
+            if tiny {
+                builder = builder.leaf_capacity(8);
+            }
+            let index = builder.build().unwrap();
+            let index = &*index;
+            let n = scaled(20_000);
+            // With tiny runs (a seal every 16 appends) the writers keep closer, or the one
+            // behind finds the keys already converted.
+            let lead = if tiny { 4 } else { 32 };
+            // Each writer keeps within a few dozen keys of the other, so a writer mostly finds
+            // the key in the other's run, and now and then both publish it at once (a wait
+            // that spins, then yields: it only paces, no check depends on it).
+            let progress = [AtomicU64::new(0), AtomicU64::new(0)];
+            let logs: Vec<Vec<(u64, u64, Option<u64>)>> = thread::scope(|s| {
+                let writers: Vec<_> = (0..2u64)
+                    .map(|w| {
+                        let progress = &progress;
+                        s.spawn(move || -> Vec<(u64, u64, Option<u64>)> {
+                            (0..n)
+                                .map(|k| {
+                                    let other = &progress[1 - w as usize];
+                                    let mut spins = 0u32;
+                                    while other.load(Ordering::Acquire) + lead < k {
+                                        spins += 1;
+                                        if spins < 64 {
+                                            std::hint::spin_loop();
+                                        } else {
+                                            thread::yield_now();
+                                        }
+                                    }
+                                    // Non-unique: both writers insert the same pair.
+                                    let tid = if unique { (w << 48) | k } else { k };
+                                    let answer = index.insert(&key(k).to_be_bytes(), tid).unwrap();
+                                    progress[w as usize].store(k + 1, Ordering::Release);
+                                    (k, tid, answer)
+                                })
+                                .collect()
+                        })
+                    })
+                    .collect();
+                writers.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let what = format!("twin writers, unique {unique}, tiny {tiny}");
+            index
+                .check()
+                .unwrap_or_else(|e| panic!("{what}: check: {e}"));
+            let got = all_pairs(index);
+            assert_eq!(got.len(), n as usize, "{what}: one pair per key");
+            for (i, &(k, tid)) in got.iter().enumerate() {
+                let k = (k - (1 << 40)) / 8;
+                assert_eq!(k, i as u64, "{what}");
+                let answers: Vec<(u64, Option<u64>)> =
+                    logs.iter().map(|l| (l[i].1, l[i].2)).collect();
+                let firsts = answers.iter().filter(|a| a.1.is_none()).count();
+                assert_eq!(firsts, 1, "{what}: key {k}: {answers:?}");
+                if unique {
+                    // The last insert's tid stayed; each other one was replaced exactly once.
+                    let mut replaced: Vec<u64> = answers.iter().filter_map(|a| a.1).collect();
+                    replaced.sort_unstable();
+                    let mut others: Vec<u64> =
+                        answers.iter().map(|a| a.0).filter(|&t| t != tid).collect();
+                    others.sort_unstable();
+                    assert_eq!(replaced, others, "{what}: key {k} holds {tid}: {answers:?}");
+                } else {
+                    assert!(
+                        answers.iter().all(|a| a.1.is_none_or(|t| t == k)),
+                        "{what}: key {k}: {answers:?}"
+                    );
+                }
+            }
+            assert_eq!(index.len(), n as usize, "{what}: len");
+        }
+    }
+
+    /// Small runs: segments seal every few dozen appends per writer.
+    #[test]
+    fn tiny_blocks() {
+        let _limit = time_limit();
+        for seed in super::seeds() {
+            let options = SbTreeOptions {
+                run_blocks: 2,
+                ..SbTreeOptions::default()
+            };
+            let builder = IndexBuilder::new(options)
+                .key_len(KeyLen::Fixed(8))
+                .leaf_capacity(8)
+                .inner_capacity(4);
+            run(builder, seed, &format!("sbtree tiny blocks, seed {seed}"));
+        }
+    }
+
+    /// The default blocks: 4 KiB, runs of 16 blocks.
+    #[test]
+    fn default_blocks() {
+        let _limit = time_limit();
+        for seed in super::seeds() {
+            let builder = IndexBuilder::new(SbTreeOptions::default()).key_len(KeyLen::Fixed(8));
+            run(
+                builder,
+                seed,
+                &format!("sbtree default blocks, seed {seed}"),
+            );
+        }
+    }
 }

@@ -178,6 +178,13 @@ impl KeySetKind {
         })
     }
 
+    /// Whether the key set is a stream of readings in arrival order (`tsensor`, `objlog`):
+    /// loads on several threads take consecutive batches of it in turn, as ingest workers
+    /// consuming one queue do, instead of one contiguous part each.
+    pub fn is_stream(self) -> bool {
+        matches!(self, KeySetKind::TSensor { .. } | KeySetKind::ObjLog)
+    }
+
     /// The fraction of delayed keys of a `tsensor` set; 0 for every other set.
     pub fn delayed_fraction(self) -> f64 {
         match self {

@@ -114,6 +114,9 @@ pub struct Elastree {
     /// The kind's name.
     name: &'static str,
     width: KeyWidth,
+    /// Why the kind cannot hold the key set's keys (a kind that takes only some key lengths,
+    /// built for its default length so the adapter exists).
+    refused: Option<String>,
     /// The options the index was built with (`None` on a cluster); the `static` kind is
     /// rebuilt by its bulk load.
     builder: Option<IndexBuilder>,
@@ -135,6 +138,7 @@ impl Elastree {
             index: Held::Cluster(Owned::new(client)),
             name: kind.name(),
             width: keys.width(),
+            refused: None,
             builder: None,
         }
     }
@@ -187,7 +191,18 @@ impl Elastree {
             }
             _ => IndexBuilder::new(kind),
         };
-        let builder = builder.key_len(key_len);
+        let refused = (!kind.takes_key_len(key_len)).then(|| {
+            format!(
+                "elastree {kind} indexes fixed-width integer keys (8 or 16 bytes); key set {} has \
+                 {width:?} keys",
+                keys.kind
+            )
+        });
+        let builder = builder.key_len(if refused.is_some() {
+            kind.default_key_len()
+        } else {
+            key_len
+        });
         let index = builder
             .build()
             .map_err(|e| format!("building elastree {kind}: {e}"))?;
@@ -195,6 +210,7 @@ impl Elastree {
             index: Held::Local(index),
             name: kind.name(),
             width,
+            refused,
             builder: Some(builder),
         })
     }
@@ -221,6 +237,7 @@ impl Elastree {
             index: Held::Local(index),
             name,
             width: keys.width(),
+            refused: None,
             builder: Some(builder),
         })
     }
@@ -247,6 +264,9 @@ impl BenchIndex for Elastree {
     }
 
     fn supports(&self, keys: KeySetKind) -> Result<(), String> {
+        if let Some(why) = &self.refused {
+            return Err(why.clone());
+        }
         width_check(self.name(), self.width, keys)
     }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 use elastree::Direction;
 use elastree_dist::DistStats;
 
-use super::timing::{run_sampled, sampled, Latencies};
+use super::timing::{run_sampled, run_sampled_with, sampled, Dispatch, Latencies};
 use crate::cluster;
 use crate::keys::KeySet;
 use crate::peers::BenchIndex;
@@ -70,9 +70,15 @@ pub fn fill(
     Ok((index, secs, dist))
 }
 
+/// Keys a thread takes from a stream key set at a time in a multi-threaded load (a batch of
+/// readings: large enough that taking one is rare, small enough that the threads stay on
+/// neighbouring readings).
+pub const STREAM_BATCH: usize = 256;
+
 /// Inserts the keys of `keys` at `positions` (key `i` with tid `i`) on `threads` threads,
 /// sampling their latencies into `latencies`; returns the seconds taken and, for a
-/// distributed index, its client's counters over the inserts.
+/// distributed index, its client's counters over the inserts. A stream key set
+/// ([`crate::keys::KeySetKind::is_stream`]) is handed out in batches of [`STREAM_BATCH`].
 pub fn insert(
     index: &dyn BenchIndex,
     keys: &KeySet,
@@ -80,15 +86,26 @@ pub fn insert(
     threads: usize,
     latencies: &Latencies,
 ) -> (f64, Option<DistStats>) {
+    let dispatch = if keys.kind.is_stream() {
+        Dispatch::Batches(STREAM_BATCH)
+    } else {
+        Dispatch::Chunks
+    };
     let ((elapsed, _), dist) = counted(index, || {
-        run_sampled(positions, threads, latencies, |first, chunk, samples| {
-            for (j, &i) in (first..).zip(chunk) {
-                sampled(samples, j, || {
-                    index.insert(keys.key(i as usize), u64::from(i))
-                });
-            }
-            0
-        })
+        run_sampled_with(
+            positions,
+            threads,
+            dispatch,
+            latencies,
+            |first, chunk, samples| {
+                for (j, &i) in (first..).zip(chunk) {
+                    sampled(samples, j, || {
+                        index.insert(keys.key(i as usize), u64::from(i))
+                    });
+                }
+                0
+            },
+        )
     });
     (elapsed.as_secs_f64(), dist)
 }

@@ -1,7 +1,19 @@
 //! Timed parallel regions and sampled single-operation latencies.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
+
+/// How a parallel region hands its operations to its threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatch {
+    /// One contiguous chunk per thread (thread `t` takes the `t`-th of `threads` equal parts).
+    Chunks,
+    /// Consecutive batches of this many operations, each to the next thread that is free: the
+    /// threads work on neighbouring parts of the stream at any moment, as workers taking
+    /// readings from one ingest queue do.
+    Batches(usize),
+}
 
 /// Runs `work` on `threads` threads, each on one contiguous chunk of `ops` (given with the
 /// position of its first op in `ops`), and times the parallel region only: the threads line up on a barrier, each reads the clock when it leaves
@@ -12,20 +24,60 @@ pub fn run_parallel<F>(ops: &[u32], threads: usize, work: F) -> (Duration, u64)
 where
     F: Fn(usize, &[u32]) -> u64 + Sync,
 {
+    run_parallel_with(
+        ops,
+        threads,
+        Dispatch::Chunks,
+        || (),
+        |_, first, chunk| work(first, chunk),
+        |_| {},
+    )
+}
+
+/// [`run_parallel`] handing out `ops` as `dispatch` says: each thread makes its state with
+/// `start`, runs `work` on every part it takes, and hands the state to `finish`.
+pub fn run_parallel_with<S, F>(
+    ops: &[u32],
+    threads: usize,
+    dispatch: Dispatch,
+    start: impl Fn() -> S + Sync,
+    work: F,
+    finish: impl Fn(S) + Sync,
+) -> (Duration, u64)
+where
+    F: Fn(&mut S, usize, &[u32]) -> u64 + Sync,
+{
     let threads = threads.max(1);
     let barrier = Barrier::new(threads);
+    let next_batch = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let first = t * ops.len() / threads;
-                let chunk = &ops[first..(t + 1) * ops.len() / threads];
-                let barrier = &barrier;
-                let work = &work;
+                let (barrier, work, next_batch) = (&barrier, &work, &next_batch);
+                let (start, finish) = (&start, &finish);
                 scope.spawn(move || {
+                    let mut state = start();
                     barrier.wait();
-                    let start = Instant::now();
-                    let result = work(first, chunk);
-                    (start, Instant::now(), result)
+                    let began = Instant::now();
+                    let mut result = 0;
+                    match dispatch {
+                        Dispatch::Chunks => {
+                            let first = t * ops.len() / threads;
+                            let chunk = &ops[first..(t + 1) * ops.len() / threads];
+                            result = work(&mut state, first, chunk);
+                        }
+                        Dispatch::Batches(size) => loop {
+                            let first = next_batch.fetch_add(1, Ordering::Relaxed) * size;
+                            if first >= ops.len() {
+                                break;
+                            }
+                            let chunk = &ops[first..(first + size).min(ops.len())];
+                            result += work(&mut state, first, chunk);
+                        },
+                    }
+                    let ended = Instant::now();
+                    finish(state);
+                    (began, ended, result)
                 })
             })
             .collect();
@@ -127,26 +179,65 @@ pub fn run_sampled<F>(
 where
     F: Fn(usize, &[u32], &mut Samples) -> u64 + Sync,
 {
-    run_parallel(ops, threads, |first, chunk| {
-        let mut samples = Samples {
+    run_sampled_with(ops, threads, Dispatch::Chunks, latencies, work)
+}
+
+/// [`run_sampled`] handing out `ops` as `dispatch` says (each thread keeps its [`Samples`]
+/// buffer across the parts it takes).
+pub fn run_sampled_with<F>(
+    ops: &[u32],
+    threads: usize,
+    dispatch: Dispatch,
+    latencies: &Latencies,
+    work: F,
+) -> (Duration, u64)
+where
+    F: Fn(usize, &[u32], &mut Samples) -> u64 + Sync,
+{
+    run_parallel_with(
+        ops,
+        threads,
+        dispatch,
+        || Samples {
             buffer: if latencies.sampling {
                 latencies.lock().pop().unwrap_or_default()
             } else {
                 Vec::new()
             },
             sampling: latencies.sampling,
-        };
-        let result = work(first, chunk, &mut samples);
-        if latencies.sampling {
-            latencies.lock().push(samples.buffer);
-        }
-        result
-    })
+        },
+        |samples, first, chunk| work(first, chunk, samples),
+        |samples| {
+            if latencies.sampling {
+                latencies.lock().push(samples.buffer);
+            }
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_cover_every_op_once_on_any_thread() {
+        let ops: Vec<u32> = (0..1001).collect();
+        for threads in 1..=4 {
+            let (_, sum) = run_parallel_with(
+                &ops,
+                threads,
+                Dispatch::Batches(16),
+                || (),
+                |_, first, chunk| {
+                    assert_eq!(u64::from(chunk[0]), first as u64);
+                    assert!(chunk.len() <= 16);
+                    chunk.iter().map(|&x| u64::from(x)).sum()
+                },
+                |_| {},
+            );
+            assert_eq!(sum, 1000 * 1001 / 2);
+        }
+    }
 
     #[test]
     fn run_parallel_covers_every_op_once() {

@@ -1,0 +1,387 @@
+//! A run: one thread's share of a segment, the paper's per-thread data blocks. Entries are
+//! key-tid pairs side by side (an append writes one place), in blocks of the block allocator.
+//!
+//! A run has two parts:
+//!
+//! * the **append run**: entries in ascending position order, each above the previous one,
+//!   written only by the owner at the end and published by the count of
+//!   [`super::protocol::RunHead`]; up to `run_blocks` blocks, allocated as it grows;
+//! * the **late run**: one block of entries whose positions are in the segment but below the
+//!   owner's last append (a delayed key that still belongs to the newest data), kept sorted;
+//!   the owner inserts into it under the run's lock.
+//!
+//! # Layout of an entry
+//!
+//! ```text
+//! 8-byte keys:   word 0 key,                    word 1 tid
+//! 16-byte keys:  word 0 key high, word 1 low,    word 2 tid
+//! ```
+//!
+//! # Invariants
+//!
+//! Entries below the published count of the append run never move; their keys never change,
+//! their tids and dead bits change only under [`Run::mods`]. The late run changes only under
+//! [`Run::mods`] (readers validate its version). Every entry's key lies within its part's
+//! floor and ceiling ([`super::protocol::RunHead::covers`]). An entry whose dead bit is set
+//! is not in the index. Only the owner thread touches [`Owner`].
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+use super::key::{entry_words, load_entry, store_entry, Pos, SbKey};
+use super::protocol::RunHead;
+use super::Resources;
+use crate::sync::{VersionLock, WriteGuard};
+
+/// What only the owner thread reads and writes.
+pub struct Owner<K: SbKey> {
+    /// Entries appended (the owner's copy of the published count).
+    pub count: u64,
+    /// The position of the last append.
+    pub last: Option<Pos<K>>,
+    /// The first appended key (the ceiling's projection measures gaps from it).
+    pub first: K,
+    /// Per peer slot: two published positions of the peer's append run with nothing of the
+    /// peer's between them (its append run only grows at its end).
+    pub gaps: Vec<Option<(Pos<K>, Pos<K>)>>,
+}
+
+/// See the module docs.
+pub struct Run<K: SbKey> {
+    /// The append run's protocol words.
+    pub head: RunHead,
+    /// The late run's count, captured count and key range (its in-flight mark is unused: the
+    /// owner's inserts are marked on `head`).
+    pub late_head: RunHead,
+    /// Guards changes to published entries (tids, dead bits) and the whole late run; its
+    /// version validates reads of the late run.
+    pub mods: VersionLock,
+    late_closed: AtomicBool,
+    blocks: Box<[AtomicPtr<u8>]>,
+    late: AtomicPtr<u8>,
+    /// Dead bits: the append run's entries, then the late run's.
+    dead: Box<[AtomicU64]>,
+    /// Entries per block: a power of two, `1 << shift`.
+    per_block: usize,
+    shift: u32,
+    /// The segment's slot this run sits in.
+    pub slot: usize,
+    owner: UnsafeCell<Owner<K>>,
+}
+
+// SAFETY: shared state is atomics under the protocol of the module docs; `owner` is touched
+// only by the owner thread (`Run::owner`'s contract).
+unsafe impl<K: SbKey> Sync for Run<K> {}
+// SAFETY: as above.
+unsafe impl<K: SbKey> Send for Run<K> {}
+
+impl<K: SbKey> Run<K> {
+    /// A run in slot `slot` with room for `run_blocks` blocks of `per_block` entries, and a
+    /// late run of one block.
+    pub fn new(slot: usize, run_blocks: usize, per_block: usize, peers: usize) -> Self {
+        assert!(per_block.is_power_of_two());
+        let entries = (run_blocks + 1) * per_block;
+        Self {
+            head: RunHead::new(),
+            late_head: RunHead::new(),
+            mods: VersionLock::new(),
+            late_closed: AtomicBool::new(false),
+            blocks: (0..run_blocks)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            late: AtomicPtr::new(std::ptr::null_mut()),
+            dead: (0..entries.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            per_block,
+            shift: per_block.ilog2(),
+            slot,
+            owner: UnsafeCell::new(Owner {
+                count: 0,
+                last: None,
+                first: K::MIN,
+                gaps: vec![None; peers],
+            }),
+        }
+    }
+
+    /// Bytes a run of these sizes holds besides its blocks.
+    pub fn bytes(run_blocks: usize, per_block: usize, peers: usize) -> usize {
+        std::mem::size_of::<Self>()
+            + run_blocks * 8
+            + ((run_blocks + 1) * per_block).div_ceil(64) * 8
+            + peers * std::mem::size_of::<Option<(Pos<K>, Pos<K>)>>()
+    }
+
+    /// The owner's state.
+    ///
+    /// # Safety
+    ///
+    /// Only the run's owner thread may call it, and it must not hold two such references.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn owner(&self) -> &mut Owner<K> {
+        // SAFETY: the caller is the owner, the only thread that touches this state.
+        unsafe { &mut *self.owner.get() }
+    }
+
+    /// Takes [`Run::mods`] (a run is never obsolete, so the lock never refuses).
+    pub fn lock(&self) -> WriteGuard<'_> {
+        loop {
+            if let Ok(lock) = self.mods.lock() {
+                return lock;
+            }
+        }
+    }
+
+    /// Entries the append run has room for.
+    pub fn capacity(&self) -> usize {
+        self.blocks.len() * self.per_block
+    }
+
+    /// The block of append entry `i`.
+    #[inline]
+    pub fn block_of(&self, i: usize) -> usize {
+        i >> self.shift
+    }
+
+    fn slot_words(&self, block: *mut u8, i: usize) -> &[AtomicU64] {
+        let w = entry_words::<K>();
+        // SAFETY: `block` is one of this run's blocks (allocated with room for `per_block`
+        // entries of `w` words, 8-aligned) and `i < per_block`; blocks stay allocated while
+        // the run is (the caller reads under the run's lifetime).
+        unsafe { std::slice::from_raw_parts(block.cast::<AtomicU64>().add(i * w), w) }
+    }
+
+    fn append_slot(&self, i: usize) -> &[AtomicU64] {
+        let block = self.blocks[i >> self.shift].load(Ordering::Acquire);
+        self.slot_words(block, i & (self.per_block - 1))
+    }
+
+    fn late_slot(&self, j: usize) -> &[AtomicU64] {
+        self.slot_words(self.late.load(Ordering::Acquire), j)
+    }
+
+    fn dead_bit(&self, bit: usize) -> bool {
+        self.dead[bit / 64].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
+    }
+
+    fn set_dead_bit(&self, bit: usize, dead: bool) {
+        let word = &self.dead[bit / 64];
+        let mask = 1 << (bit % 64);
+        let was = word.load(Ordering::Relaxed);
+        word.store(
+            if dead { was | mask } else { was & !mask },
+            Ordering::Relaxed,
+        );
+    }
+
+    // ----- the append run -------------------------------------------------------------
+
+    /// Append entry `i` (below the published count).
+    #[inline]
+    pub fn entry(&self, i: usize) -> (K, u64) {
+        load_entry(self.append_slot(i))
+    }
+
+    /// Whether append entry `i` is deleted.
+    #[inline]
+    pub fn is_dead(&self, i: usize) -> bool {
+        self.dead_bit(i)
+    }
+
+    /// Where `pos` is among the first `n` append entries: `Ok(i)` if entry `i` has it, else
+    /// `Err(i)`, the first entry above it.
+    pub fn find(&self, pos: Pos<K>, n: usize, pairs: bool) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let (k, t) = self.entry(mid);
+            match Pos::of(k, t, pairs).cmp(&pos) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Whether block `b` of the append run exists.
+    pub fn has_block(&self, b: usize) -> bool {
+        !self.blocks[b].load(Ordering::Relaxed).is_null()
+    }
+
+    /// Owner: gives the append run its block `b`.
+    pub fn add_block(&self, b: usize, res: &Resources) {
+        let block = res.blocks.alloc();
+        res.run_blocks.add(res.blocks.block_bytes());
+        self.blocks[b].store(block.as_ptr(), Ordering::Release);
+    }
+
+    /// Owner: writes append entry `i` (at the unpublished end; its block exists).
+    #[inline]
+    pub fn write_entry(&self, i: usize, key: K, tid: u64) {
+        store_entry(self.append_slot(i), key, tid);
+    }
+
+    /// Under [`Run::mods`]: sets the tid of append entry `i`, returning the old one.
+    pub fn set_tid(&self, i: usize, tid: u64) -> u64 {
+        let slot = self.append_slot(i);
+        slot[entry_words::<K>() - 1].swap(tid, Ordering::Relaxed)
+    }
+
+    /// Under [`Run::mods`]: marks append entry `i` deleted.
+    pub fn kill(&self, i: usize) {
+        self.set_dead_bit(i, true);
+    }
+
+    // ----- the late run ---------------------------------------------------------------
+
+    /// Entries in the late run (read under [`Run::mods`]'s version: validate after).
+    pub fn late_len(&self) -> usize {
+        (self.late_head.published() as usize).min(self.per_block)
+    }
+
+    /// Late entry `j` (under a version of [`Run::mods`]).
+    pub fn late_entry(&self, j: usize) -> (K, u64) {
+        load_entry(self.late_slot(j))
+    }
+
+    /// Whether late entry `j` is deleted (under a version of [`Run::mods`]).
+    pub fn late_is_dead(&self, j: usize) -> bool {
+        self.dead_bit(self.capacity() + j)
+    }
+
+    /// Where `pos` is in the late run (under a version of [`Run::mods`]).
+    pub fn late_find(&self, pos: Pos<K>, pairs: bool) -> Result<usize, usize> {
+        let n = self.late_len();
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let (k, t) = self.late_entry(mid);
+            match Pos::of(k, t, pairs).cmp(&pos) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Reads the late run with `read` under an optimistic version of [`Run::mods`], retrying
+    /// until the read validates.
+    pub fn read_late<R>(&self, mut read: impl FnMut(&Self) -> R) -> R {
+        loop {
+            let Ok(version) = self.mods.read_begin() else {
+                continue;
+            };
+            let result = read(self);
+            if version.validate().is_ok() {
+                return result;
+            }
+        }
+    }
+
+    /// Owner, under [`Run::mods`]: inserts `(key, tid)` into the late run at `j`; `false` if
+    /// the late run is full or closed.
+    pub fn late_insert(&self, j: usize, key: K, tid: u64, res: &Resources) -> bool {
+        let n = self.late_len();
+        if n == self.per_block || self.late_closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.late.load(Ordering::Relaxed).is_null() {
+            res.run_blocks.add(res.blocks.block_bytes());
+            self.late
+                .store(res.blocks.alloc().as_ptr(), Ordering::Release);
+        }
+        let base = self.capacity();
+        for i in (j..n).rev() {
+            let (k, t) = self.late_entry(i);
+            store_entry(self.late_slot(i + 1), k, t);
+            self.set_dead_bit(base + i + 1, self.dead_bit(base + i));
+        }
+        store_entry(self.late_slot(j), key, tid);
+        self.set_dead_bit(base + j, false);
+        self.late_head.publish(n as u64 + 1);
+        true
+    }
+
+    /// Under [`Run::mods`]: sets the tid of late entry `j`, returning the old one.
+    pub fn late_set_tid(&self, j: usize, tid: u64) -> u64 {
+        self.late_slot(j)[entry_words::<K>() - 1].swap(tid, Ordering::Relaxed)
+    }
+
+    /// Under [`Run::mods`]: marks late entry `j` deleted.
+    pub fn late_kill(&self, j: usize) {
+        self.set_dead_bit(self.capacity() + j, true);
+    }
+
+    /// Under [`Run::mods`]: marks late entry `j` live again.
+    pub fn late_revive(&self, j: usize) {
+        self.set_dead_bit(self.capacity() + j, false);
+    }
+
+    /// Sealer: closes the late run and captures its length.
+    pub fn capture_late(&self) {
+        let _lock = self.lock();
+        self.late_closed.store(true, Ordering::Relaxed);
+        self.late_head.set_captured(self.late_len() as u64);
+    }
+
+    /// Entries the sealer captured, append and late, dead ones included.
+    pub fn captured_len(&self) -> usize {
+        (self.head.captured().unwrap_or(0) + self.late_head.captured().unwrap_or(0)) as usize
+    }
+
+    /// Appends the live entries the sealer captured (after the drain) to `out`: the append
+    /// run's, then the late run's, each in position order, pushing to `starts` where each
+    /// part ends (the next one's start).
+    pub fn captured_entries(&self, out: &mut Vec<(K, u64)>, starts: &mut Vec<usize>) {
+        let n = self.head.captured().unwrap_or(0) as usize;
+        let mut i = 0;
+        while i < n {
+            // A block at a time; its words of dead bits, most of them zero.
+            let block = self.blocks[self.block_of(i)].load(Ordering::Acquire);
+            let end = n.min(i + self.per_block);
+            for j in i..end {
+                if !self.dead_bit(j) {
+                    out.push(load_entry(self.slot_words(block, j - i)));
+                }
+            }
+            i = end;
+        }
+        starts.push(out.len());
+        let late = self.late_head.captured().unwrap_or(0) as usize;
+        out.extend(
+            (0..late)
+                .filter(|&j| !self.late_is_dead(j))
+                .map(|j| self.late_entry(j)),
+        );
+        starts.push(out.len());
+    }
+
+    /// The largest captured position, dead entries included.
+    pub fn captured_max(&self, pairs: bool) -> Option<Pos<K>> {
+        let n = self.head.captured().unwrap_or(0) as usize;
+        let late = self.late_head.captured().unwrap_or(0) as usize;
+        let a = n.checked_sub(1).map(|i| self.entry(i));
+        let b = late.checked_sub(1).map(|j| self.late_entry(j));
+        a.into_iter()
+            .chain(b)
+            .map(|(k, t)| Pos::of(k, t, pairs))
+            .max()
+    }
+
+    /// Gives every block back (exclusive access: the run is unreachable).
+    pub fn free_blocks(&self, res: &Resources) {
+        for block in self.blocks.iter().chain(std::iter::once(&self.late)) {
+            if let Some(b) =
+                std::ptr::NonNull::new(block.swap(std::ptr::null_mut(), Ordering::Relaxed))
+            {
+                // SAFETY: the run is unreachable (the caller's promise), so nothing reads or
+                // writes its blocks any more.
+                unsafe { res.blocks.free(b) };
+                res.run_blocks.sub(res.blocks.block_bytes());
+            }
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! Range scans over both layers, ascending and descending.
+//!
+//! A scan takes the segment chain once: the data layer holds the positions at or below the
+//! oldest segment's lower bound, each segment the positions above its lower bound and at or
+//! below the next one's. Ascending, it walks the data blocks from its start (Algorithm 3:
+//! copy a block's qualifying entries, validate the block's version, hand them out, follow
+//! `next`), then merges the runs of each segment, oldest first. Descending, it merges the
+//! segments' runs newest first, then walks the data blocks down, finding each block below
+//! the last one through the search layer. Every visited pair was in the index when its
+//! block validated (or when its run was read); a scan resumes after the last pair it handed
+//! out, so positions never repeat or go backwards.
+
+use std::ops::Bound;
+
+use crossbeam_epoch::{self as epoch, Guard};
+use smallvec::SmallVec;
+
+use super::key::{Pos, SbKey};
+use super::segment::Segment;
+use super::tree::SbTree;
+
+/// Whether `pos` is inside `bound` seen from below (`upper`: `pos` at or below it).
+fn below<K: SbKey>(pos: Pos<K>, bound: Bound<Pos<K>>) -> bool {
+    match bound {
+        Bound::Unbounded => true,
+        Bound::Included(b) => pos <= b,
+        Bound::Excluded(b) => pos < b,
+    }
+}
+
+/// Whether `pos` is inside `bound` seen from above (`lower`: `pos` at or above it).
+fn above<K: SbKey>(pos: Pos<K>, bound: Bound<Pos<K>>) -> bool {
+    match bound {
+        Bound::Unbounded => true,
+        Bound::Included(b) => pos >= b,
+        Bound::Excluded(b) => pos > b,
+    }
+}
+
+/// The tighter of two upper bounds.
+fn min_upper<K: SbKey>(a: Bound<Pos<K>>, b: Bound<Pos<K>>) -> Bound<Pos<K>> {
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x,
+        (Bound::Included(x), Bound::Included(y)) => Bound::Included(x.min(y)),
+        (Bound::Excluded(x), Bound::Excluded(y)) => Bound::Excluded(x.min(y)),
+        (Bound::Included(x), Bound::Excluded(y)) | (Bound::Excluded(y), Bound::Included(x)) => {
+            if x < y {
+                Bound::Included(x)
+            } else {
+                Bound::Excluded(y)
+            }
+        }
+    }
+}
+
+/// The tighter of two lower bounds.
+fn max_lower<K: SbKey>(a: Bound<Pos<K>>, b: Bound<Pos<K>>) -> Bound<Pos<K>> {
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x,
+        (Bound::Included(x), Bound::Included(y)) => Bound::Included(x.max(y)),
+        (Bound::Excluded(x), Bound::Excluded(y)) => Bound::Excluded(x.max(y)),
+        (Bound::Included(x), Bound::Excluded(y)) | (Bound::Excluded(y), Bound::Included(x)) => {
+            if x > y {
+                Bound::Included(x)
+            } else {
+                Bound::Excluded(y)
+            }
+        }
+    }
+}
+
+/// Whether the range between two bounds is empty.
+fn empty<K: SbKey>(lower: Bound<Pos<K>>, upper: Bound<Pos<K>>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u))
+        | (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+        _ => false,
+    }
+}
+
+/// A segment with the range of positions it holds: (its lower bound, the newer one's].
+type SegmentRange<'g, K> = (Bound<Pos<K>>, Bound<Pos<K>>, &'g Segment<K>);
+
+impl<K: SbKey> SbTree<K> {
+    /// Visits up to `limit` entries within `(lower, upper)` in position order (descending if
+    /// `descending`); returns how many it visited.
+    pub fn scan(
+        &self,
+        lower: Bound<Pos<K>>,
+        upper: Bound<Pos<K>>,
+        descending: bool,
+        limit: usize,
+        visit: &mut impl FnMut(K, u64),
+    ) -> usize {
+        if limit == 0 || empty(lower, upper) {
+            return 0;
+        }
+        let guard = &epoch::pin();
+        let segments = self.segments(guard);
+        // Each segment's range: (its lower bound, the next newer one's lower bound].
+        let mut ranges: SmallVec<[SegmentRange<'_, K>; 4]> = SmallVec::new();
+        let mut top = Bound::Unbounded;
+        for &segment in &segments {
+            let low = segment.lower.map_or(Bound::Unbounded, Bound::Excluded);
+            ranges.push((low, top, segment));
+            top = segment
+                .lower
+                .map_or(Bound::Excluded(Pos::MIN), Bound::Included);
+        }
+        // The data layer holds what is at or below the oldest segment's lower bound.
+        let data_top = match segments.last().expect("the frontier").lower {
+            Some(l) => Bound::Included(l),
+            None => Bound::Excluded(Pos::MIN),
+        };
+        let mut out = Out::new(visit, limit);
+        let mut segment_entries = Vec::new();
+        if descending {
+            let mut to = upper;
+            for &(low, high, segment) in &ranges {
+                let (lo, hi) = (max_lower(low, lower), min_upper(high, to));
+                if !empty(lo, hi) {
+                    self.collect_segment(
+                        segment,
+                        lo,
+                        hi,
+                        true,
+                        limit - out.visited,
+                        &mut segment_entries,
+                    );
+                    if out.emit_all(&segment_entries) {
+                        return out.visited;
+                    }
+                }
+                to = match low {
+                    Bound::Excluded(l) => min_upper(to, Bound::Included(l)),
+                    _ => return out.visited,
+                };
+            }
+            let hi = min_upper(data_top, to);
+            if !empty(lower, hi) {
+                self.scan_data_down(lower, hi, &mut out, guard);
+            }
+        } else {
+            let hi = min_upper(data_top, upper);
+            if !empty(lower, hi) {
+                self.scan_data_up(lower, hi, &mut out, guard);
+                if out.visited == limit {
+                    return out.visited;
+                }
+            }
+            for &(low, high, segment) in ranges.iter().rev() {
+                let (lo, hi) = (max_lower(low, lower), min_upper(high, upper));
+                if empty(lo, hi) {
+                    continue;
+                }
+                self.collect_segment(
+                    segment,
+                    lo,
+                    hi,
+                    false,
+                    limit - out.visited,
+                    &mut segment_entries,
+                );
+                if out.emit_all(&segment_entries) {
+                    break;
+                }
+            }
+        }
+        out.visited
+    }
+
+    /// The live committed entries of `segment` within `(lo, hi)`, sorted (descending if
+    /// `descending`), at most `limit` of them, into `out` (cleared first).
+    fn collect_segment(
+        &self,
+        segment: &Segment<K>,
+        lo: Bound<Pos<K>>,
+        hi: Bound<Pos<K>>,
+        descending: bool,
+        limit: usize,
+        out: &mut Vec<(K, u64)>,
+    ) {
+        let pairs = self.geo.pairs;
+        out.clear();
+        let at = |(k, t): (K, u64)| Pos::of(k, t, pairs);
+        for (slot, n) in segment.committed_lengths() {
+            let run = segment.run(slot).expect("a stored run");
+            // The append run: from the first entry in range, up to `limit` live ones.
+            let mut taken = 0;
+            if descending {
+                let mut i = match hi {
+                    Bound::Unbounded => n,
+                    Bound::Included(p) => run.find(p, n, pairs).map_or_else(|i| i, |i| i + 1),
+                    Bound::Excluded(p) => run.find(p, n, pairs).unwrap_or_else(|i| i),
+                };
+                while i > 0 && taken < limit {
+                    i -= 1;
+                    let e = run.entry(i);
+                    if !above(at(e), lo) {
+                        break;
+                    }
+                    if !run.is_dead(i) {
+                        out.push(e);
+                        taken += 1;
+                    }
+                }
+            } else {
+                let mut i = match lo {
+                    Bound::Unbounded => 0,
+                    Bound::Included(p) => run.find(p, n, pairs).unwrap_or_else(|i| i),
+                    Bound::Excluded(p) => run.find(p, n, pairs).map_or_else(|i| i, |i| i + 1),
+                };
+                while i < n && taken < limit {
+                    let e = run.entry(i);
+                    if !below(at(e), hi) {
+                        break;
+                    }
+                    if !run.is_dead(i) {
+                        out.push(e);
+                        taken += 1;
+                    }
+                    i += 1;
+                }
+            }
+            // The late run: small, read whole under its version.
+            let late: Vec<(K, u64)> = run.read_late(|r| {
+                (0..r.late_len())
+                    .filter(|&j| !r.late_is_dead(j))
+                    .map(|j| r.late_entry(j))
+                    .filter(|&e| above(at(e), lo) && below(at(e), hi))
+                    .collect()
+            });
+            out.extend(late);
+        }
+        out.sort_unstable_by_key(|&e| at(e));
+        if descending {
+            out.reverse();
+        }
+        out.truncate(limit);
+    }
+
+    /// The ascending walk over data blocks within `(lo, hi)`.
+    ///
+    /// A body without late entries is read straight to the visitor: its main entries are
+    /// immutable and were in the index when the body was published (and still, or not
+    /// deleted yet, by their dead bits), so no validation must come first; if the block's
+    /// version moved meanwhile, the walk resumes after the last entry handed out. A body with
+    /// late entries (which move under writers) is copied, validated, then handed out.
+    fn scan_data_up(
+        &self,
+        lo: Bound<Pos<K>>,
+        hi: Bound<Pos<K>>,
+        out: &mut Out<'_, K, impl FnMut(K, u64)>,
+        guard: &Guard,
+    ) {
+        let (pairs, kernel) = (self.geo.pairs, self.geo.kernel);
+        // `from`: the smallest position not yet handed out that may qualify.
+        let mut from = match lo {
+            Bound::Unbounded => Pos::MIN,
+            Bound::Included(p) => p,
+            Bound::Excluded(p) => match p.succ(pairs) {
+                Some(p) => p,
+                None => return,
+            },
+        };
+        // The first position past the range (none: unbounded).
+        let stop = match hi {
+            Bound::Unbounded => None,
+            Bound::Excluded(p) => Some(p),
+            Bound::Included(p) => p.succ(pairs),
+        };
+        let (mut block, mut read) = self.data.locate(from, guard);
+        loop {
+            let body = block.body(guard);
+            let mut last = None;
+            let mut ended = false;
+            let direct = body.is_none_or(|b| b.late_len() == 0);
+            if let Some(body) = body.filter(|_| direct) {
+                body.for_each_from(from, pairs, kernel, |k, t| {
+                    if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
+                        ended = true;
+                        return false;
+                    }
+                    last = Some((k, t));
+                    out.hand(k, t)
+                });
+            } else if let Some(body) = body {
+                let mut batch = out.batch();
+                body.for_each_from(from, pairs, kernel, |k, t| {
+                    batch.offer(k, t, below(Pos::of(k, t, pairs), hi))
+                });
+            }
+            let (next, high) = (block.next(), block.high());
+            let valid = read.validate().is_ok();
+            if valid && !direct {
+                // A copied batch is handed out only now.
+                ended |= out.emit();
+            }
+            if ended || out.is_full() {
+                return;
+            }
+            if !valid {
+                if let Some((k, t)) = last {
+                    match Pos::of(k, t, pairs).succ(pairs) {
+                        Some(after) => from = after,
+                        None => return,
+                    }
+                }
+                (block, read) = self.data.walk(block, from, false);
+                continue;
+            }
+            if next.is_null() || !below(high, hi) {
+                return;
+            }
+            from = high;
+            // SAFETY: read from a validated block: published, kept allocated by the guard.
+            (block, read) = self.data.walk(unsafe { &*next }, from, false);
+        }
+    }
+
+    /// The descending walk over data blocks within `(lo, hi)`: each block's entries from the
+    /// top down, then the block holding the positions below its low fence (read straight to
+    /// the visitor or copied first, as in [`SbTree::scan_data_up`]).
+    fn scan_data_down(
+        &self,
+        lo: Bound<Pos<K>>,
+        hi: Bound<Pos<K>>,
+        out: &mut Out<'_, K, impl FnMut(K, u64)>,
+        guard: &Guard,
+    ) {
+        let (pairs, kernel) = (self.geo.pairs, self.geo.kernel);
+        // Positions at or below `probe` (below it if `strict`) are still to come.
+        let (mut probe, mut strict) = match hi {
+            Bound::Included(p) => (p, false),
+            Bound::Excluded(p) => (p, true),
+            Bound::Unbounded => (Pos::MAX, false),
+        };
+        loop {
+            let (mut block, mut read) = if strict {
+                self.data.locate_below(probe, guard)
+            } else {
+                self.data.locate(probe, guard)
+            };
+            loop {
+                let body = block.body(guard);
+                let mut last = None;
+                let mut ended = false;
+                let direct = body.is_none_or(|b| b.late_len() == 0);
+                if let Some(body) = body.filter(|_| direct) {
+                    body.for_each_down_from(probe, pairs, kernel, |k, t| {
+                        let at = Pos::of(k, t, pairs);
+                        if strict && at == probe {
+                            return true;
+                        }
+                        if !above(at, lo) {
+                            ended = true;
+                            return false;
+                        }
+                        last = Some(at);
+                        out.hand(k, t)
+                    });
+                } else if let Some(body) = body {
+                    let mut batch = out.batch();
+                    body.for_each_down_from(probe, pairs, kernel, |k, t| {
+                        let at = Pos::of(k, t, pairs);
+                        (strict && at == probe) || batch.offer(k, t, above(at, lo))
+                    });
+                }
+                let low = block.low();
+                let valid = read.validate().is_ok();
+                if valid && !direct {
+                    ended |= out.emit();
+                }
+                if ended || out.is_full() {
+                    return;
+                }
+                if !valid {
+                    if let Some(at) = last {
+                        (probe, strict) = (at, true);
+                    }
+                    (block, read) = self.data.walk(block, probe, strict);
+                    continue;
+                }
+                if low == Pos::MIN || !above(low, lo) {
+                    return;
+                }
+                (probe, strict) = (low, true);
+                break;
+            }
+        }
+    }
+}
+
+/// Where a scan's entries go: the caller's visitor, the count, the limit, and the buffer a
+/// block's entries wait in until the block validates.
+pub(super) struct Out<'v, K, V> {
+    visit: &'v mut V,
+    visited: usize,
+    limit: usize,
+    buffer: SmallVec<[(K, u64); 64]>,
+    /// The current batch met the end of the range.
+    ended: bool,
+}
+
+/// One block's entries being copied into the buffer.
+pub(super) struct Batch<'o, K> {
+    buffer: &'o mut SmallVec<[(K, u64); 64]>,
+    wanted: usize,
+    ended: &'o mut bool,
+}
+
+impl<K: Copy> Batch<'_, K> {
+    /// Takes an entry if it is `inside` the range: whether to go on.
+    #[inline]
+    pub(super) fn offer(&mut self, key: K, tid: u64, inside: bool) -> bool {
+        if !inside {
+            *self.ended = true;
+            return false;
+        }
+        self.buffer.push((key, tid));
+        self.buffer.len() < self.wanted
+    }
+}
+
+impl<'v, K: Copy, V: FnMut(K, u64)> Out<'v, K, V> {
+    fn new(visit: &'v mut V, limit: usize) -> Self {
+        Self {
+            visit,
+            visited: 0,
+            limit,
+            buffer: SmallVec::new(),
+            ended: false,
+        }
+    }
+
+    /// A new batch (the buffer emptied) of at most the entries still wanted.
+    fn batch(&mut self) -> Batch<'_, K> {
+        self.buffer.clear();
+        self.ended = false;
+        Batch {
+            buffer: &mut self.buffer,
+            wanted: self.limit - self.visited,
+            ended: &mut self.ended,
+        }
+    }
+
+    /// Hands one entry straight to the visitor; whether the scan wants more.
+    #[inline]
+    fn hand(&mut self, key: K, tid: u64) -> bool {
+        (self.visit)(key, tid);
+        self.visited += 1;
+        self.visited < self.limit
+    }
+
+    /// Whether the limit is reached.
+    fn is_full(&self) -> bool {
+        self.visited == self.limit
+    }
+
+    /// Hands the batch to the visitor; whether the scan is done (the range ended or the
+    /// limit is reached).
+    fn emit(&mut self) -> bool {
+        for &(k, t) in &self.buffer {
+            (self.visit)(k, t);
+        }
+        self.visited += self.buffer.len();
+        self.ended || self.visited == self.limit
+    }
+
+    /// Hands out sorted entries (a segment's) up to the limit; whether the limit is reached.
+    fn emit_all(&mut self, entries: &[(K, u64)]) -> bool {
+        for &(k, t) in entries.iter().take(self.limit - self.visited) {
+            (self.visit)(k, t);
+            self.visited += 1;
+        }
+        self.visited == self.limit
+    }
+}

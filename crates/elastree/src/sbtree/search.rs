@@ -1,0 +1,356 @@
+//! The search layer: a fully packed static B+-tree over the data blocks' low fences, built
+//! bottom up and extended at its right end by one writer (the maintenance thread) while
+//! readers search it without locks (ROWEX: readers never wait, the single writer never
+//! disturbs what they read).
+//!
+//! # Layout
+//!
+//! The tree is implicit: level 0 holds one entry per indexed block (its low fence and its
+//! address) in chain order; level `l + 1` holds every `fanout`-th key of level `l`, so group
+//! `g` of level `l` (entries `g * fanout ..`) is the child of entry `g` of level `l + 1`.
+//! No child pointers are stored and every node is full but the rightmost of each level. The
+//! arrays have a fixed capacity; when level 0 is full the maintenance thread builds a layer
+//! twice as large and swaps it in (the old one is freed through the epoch collector).
+//!
+//! # Concurrency
+//!
+//! Entries are written once, at indexes at or above their level's published length, and
+//! published by storing the length with release ordering, level 0 first; readers load the
+//! lengths with acquire ordering from the top level down, so every entry a reader reaches is
+//! one it may read, and a group it descends into is published. The layer may lag the data
+//! layer (blocks appended or split since the last update): a search returns the block of
+//! the largest indexed low fence at or below the probe, and the caller moves right along the
+//! data blocks from there.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use super::block::Block;
+use super::key::{Pos, SbKey};
+use super::simd::Kernel;
+
+/// One level: keys (and, in a non-unique index, tids) of its entries.
+struct Level<K> {
+    keys: Box<[UnsafeCell<K>]>,
+    /// Empty in a unique index (every tid is 0).
+    tids: Box<[UnsafeCell<u64>]>,
+    len: AtomicUsize,
+}
+
+/// See the module docs.
+pub struct SearchLayer<K: SbKey> {
+    fanout: usize,
+    pairs: bool,
+    /// Level 0 first.
+    levels: Box<[Level<K>]>,
+    /// The block of each level-0 entry.
+    blocks: Box<[AtomicPtr<Block<K>>]>,
+}
+
+// SAFETY: entries are written by one writer at a time at unpublished indexes and published
+// with release stores; readers read only published entries (see the module docs).
+unsafe impl<K: SbKey> Send for SearchLayer<K> {}
+// SAFETY: as above.
+unsafe impl<K: SbKey> Sync for SearchLayer<K> {}
+
+impl<K: SbKey> SearchLayer<K> {
+    /// An empty layer with room for `capacity` blocks (at least 1).
+    pub fn new(capacity: usize, fanout: usize, pairs: bool) -> Self {
+        assert!(fanout >= 2);
+        let capacity = capacity.max(1);
+        let mut sizes = vec![capacity];
+        while *sizes.last().expect("level 0") > fanout {
+            let below = *sizes.last().expect("a level");
+            sizes.push(below.div_ceil(fanout));
+        }
+        let level = |size: usize| Level {
+            keys: (0..size).map(|_| UnsafeCell::new(K::MIN)).collect(),
+            tids: (0..if pairs { size } else { 0 })
+                .map(|_| UnsafeCell::new(0))
+                .collect(),
+            len: AtomicUsize::new(0),
+        };
+        Self {
+            fanout,
+            pairs,
+            levels: sizes.into_iter().map(level).collect(),
+            blocks: (0..capacity)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+        }
+    }
+
+    /// Bytes held in separate allocations for a layer of `capacity` blocks.
+    pub fn bytes_for(capacity: usize, fanout: usize, pairs: bool) -> usize {
+        let per_entry = K::BYTES + if pairs { 8 } else { 0 };
+        let mut total = capacity * (per_entry + 8);
+        let mut size = capacity;
+        let mut levels = 1;
+        while size > fanout {
+            size = size.div_ceil(fanout);
+            total += size * per_entry;
+            levels += 1;
+        }
+        total + levels * std::mem::size_of::<Level<K>>()
+    }
+
+    /// Bytes this layer holds in separate allocations.
+    pub fn bytes(&self) -> usize {
+        Self::bytes_for(self.capacity(), self.fanout, self.pairs)
+    }
+
+    /// Blocks it has room for.
+    pub fn capacity(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Blocks indexed.
+    pub fn len(&self) -> usize {
+        self.levels[0].len.load(Ordering::Acquire)
+    }
+
+    /// The published keys and tids of `level` up to `len`.
+    #[inline]
+    fn published(&self, level: usize, len: usize) -> (&[K], &[u64]) {
+        let l = &self.levels[level];
+        // SAFETY: `UnsafeCell<T>` has `T`'s layout; indexes below a published length are never
+        // written again (the writer writes only at or above it), so shared slices over them
+        // alias no write.
+        unsafe {
+            let keys = std::slice::from_raw_parts(l.keys.as_ptr().cast::<K>(), len);
+            let tids = if self.pairs {
+                std::slice::from_raw_parts(l.tids.as_ptr().cast::<u64>(), len)
+            } else {
+                &[]
+            };
+            (keys, tids)
+        }
+    }
+
+    /// In `keys[..]` (with `tids` in a non-unique index), the number of entries at or below
+    /// `pos` (below it if `strict`).
+    #[inline]
+    fn count(&self, keys: &[K], tids: &[u64], pos: Pos<K>, strict: bool, kernel: Kernel) -> usize {
+        if !self.pairs {
+            return K::count(kernel, keys, pos.key, strict);
+        }
+        let below = K::count(kernel, keys, pos.key, true);
+        let equal = keys[below..].iter().take_while(|&&k| k == pos.key).count();
+        below
+            + tids[below..below + equal]
+                .iter()
+                .filter(|&&t| if strict { t < pos.tid } else { t <= pos.tid })
+                .count()
+    }
+
+    /// The block of the largest indexed low fence at or below `pos` (below it if `strict`),
+    /// or `None` if every indexed fence is above (or the layer is empty).
+    #[inline]
+    pub fn find(&self, pos: Pos<K>, strict: bool, kernel: Kernel) -> Option<*mut Block<K>> {
+        let top = self.levels.len() - 1;
+        let mut at = 0usize;
+        for level in (0..=top).rev() {
+            let len = self.levels[level].len.load(Ordering::Acquire);
+            let start = at * self.fanout;
+            let end = if level == top {
+                len
+            } else {
+                (start + self.fanout).min(len)
+            };
+            if start >= end {
+                return None;
+            }
+            let (keys, tids) = self.published(level, end);
+            let tids = if self.pairs { &tids[start..end] } else { tids };
+            let c = self.count(&keys[start..end], tids, pos, strict, kernel);
+            if c == 0 {
+                // Only possible in the top level's first group: below every fence.
+                return None;
+            }
+            at = start + c - 1;
+        }
+        Some(self.blocks[at].load(Ordering::Relaxed))
+    }
+
+    /// Appends the entry of `block`, whose low fence `low` is above every indexed one;
+    /// `false` if the layer is full. Single writer only (the maintenance mutex's holder).
+    pub fn push(&self, low: Pos<K>, block: *mut Block<K>) -> bool {
+        let n = self.levels[0].len.load(Ordering::Relaxed);
+        if n == self.capacity() {
+            return false;
+        }
+        self.blocks[n].store(block, Ordering::Relaxed);
+        let mut index = n;
+        let mut lengths = Vec::with_capacity(self.levels.len());
+        for level in self.levels.iter() {
+            // SAFETY: `index` is at the level's unpublished end: no reader reads it, and the
+            // single writer (the caller's promise) writes it alone.
+            unsafe {
+                *level.keys[index].get() = low.key;
+                if self.pairs {
+                    *level.tids[index].get() = low.tid;
+                }
+            }
+            lengths.push(index + 1);
+            if index % self.fanout != 0 {
+                break;
+            }
+            index /= self.fanout;
+            if lengths.len() == self.levels.len() || index >= self.levels[lengths.len()].keys.len()
+            {
+                break;
+            }
+        }
+        // Publish bottom up: a reader that sees an upper entry finds its group published.
+        for (level, len) in lengths.into_iter().enumerate() {
+            self.levels[level].len.store(len, Ordering::Release);
+        }
+        true
+    }
+
+    /// How many indexed low fences are below `pos` (a binary search of level 0).
+    pub fn count_below(&self, pos: Pos<K>) -> usize {
+        let len = self.len();
+        let (keys, tids) = self.published(0, len);
+        let at = |i: usize| Pos {
+            key: keys[i],
+            tid: if self.pairs { tids[i] } else { 0 },
+        };
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if at(mid) < pos {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The block of entry `i` (below [`SearchLayer::len`]).
+    pub fn block_at(&self, i: usize) -> *mut Block<K> {
+        self.blocks[i].load(Ordering::Relaxed)
+    }
+
+    /// Pushes the first `n` entries of `other` (single writer, as [`SearchLayer::push`]).
+    pub fn push_prefix_of(&self, other: &SearchLayer<K>, n: usize) {
+        let (keys, tids) = other.published(0, n);
+        for i in 0..n {
+            let low = Pos {
+                key: keys[i],
+                tid: if self.pairs { tids[i] } else { 0 },
+            };
+            let pushed = self.push(low, other.block_at(i));
+            debug_assert!(pushed, "the new layer has room for the old one's prefix");
+        }
+    }
+
+    /// The indexed entries in order: low fence and block (for checks and rebuilds).
+    pub fn entries(&self) -> Vec<(Pos<K>, *mut Block<K>)> {
+        let len = self.len();
+        let (keys, tids) = self.published(0, len);
+        (0..len)
+            .map(|i| {
+                let pos = Pos {
+                    key: keys[i],
+                    tid: if self.pairs { tids[i] } else { 0 },
+                };
+                (pos, self.blocks[i].load(Ordering::Relaxed))
+            })
+            .collect()
+    }
+
+    /// Checks the implicit tree: level 0 strictly ascending, and entry `g` of every upper
+    /// level equal to the first entry of group `g` below it.
+    pub fn check(&self) -> Result<(), String> {
+        let lengths: Vec<usize> = self
+            .levels
+            .iter()
+            .map(|l| l.len.load(Ordering::Acquire))
+            .collect();
+        let (keys, tids) = self.published(0, lengths[0]);
+        let pos = |keys: &[K], tids: &[u64], i: usize| Pos {
+            key: keys[i],
+            tid: if self.pairs { tids[i] } else { 0 },
+        };
+        for i in 1..lengths[0] {
+            if pos(keys, tids, i - 1) >= pos(keys, tids, i) {
+                return Err(format!(
+                    "search layer entries {} and {i} out of order",
+                    i - 1
+                ));
+            }
+        }
+        for level in 1..self.levels.len() {
+            let (below_keys, below_tids) = self.published(level - 1, lengths[level - 1]);
+            let (keys, tids) = self.published(level, lengths[level]);
+            if lengths[level] != lengths[level - 1].div_ceil(self.fanout) {
+                return Err(format!(
+                    "search layer level {level} has {} entries for {} below",
+                    lengths[level],
+                    lengths[level - 1]
+                ));
+            }
+            for g in 0..lengths[level] {
+                if pos(keys, tids, g) != pos(below_keys, below_tids, g * self.fanout) {
+                    return Err(format!(
+                        "search layer level {level} entry {g} is not its group's first"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(i: usize) -> *mut Block<u64> {
+        (8 * (i + 1)) as *mut Block<u64>
+    }
+
+    #[test]
+    fn every_fence_finds_its_block_and_between_finds_the_one_below() {
+        for fanout in [2usize, 3, 16] {
+            let layer = SearchLayer::<u64>::new(300, fanout, false);
+            assert_eq!(
+                layer.find(Pos::of(5, 0, false), false, Kernel::detect()),
+                None
+            );
+            for i in 0..300 {
+                assert!(layer.push(Pos::of(i as u64 * 10, 0, false), fake(i)));
+                layer.check().unwrap();
+                for j in 0..=i {
+                    let probe = Pos::of(j as u64 * 10 + 5, 0, false);
+                    assert_eq!(
+                        layer.find(probe, false, Kernel::detect()),
+                        Some(fake(j)),
+                        "fanout {fanout}"
+                    );
+                    let exact = Pos::of(j as u64 * 10, 0, false);
+                    assert_eq!(layer.find(exact, false, Kernel::detect()), Some(fake(j)));
+                    let below = layer.find(exact, true, Kernel::detect());
+                    assert_eq!(below, j.checked_sub(1).map(fake));
+                }
+            }
+            assert!(!layer.push(Pos::of(100_000, 0, false), fake(301)), "full");
+            assert_eq!(layer.entries().len(), 300);
+        }
+    }
+
+    #[test]
+    fn pairs_compare_tids_among_equal_keys() {
+        let layer = SearchLayer::<u64>::new(10, 2, true);
+        for (i, tid) in [1u64, 5, 9].into_iter().enumerate() {
+            layer.push(Pos::of(7, tid, true), fake(i));
+        }
+        let k = Kernel::detect();
+        assert_eq!(layer.find(Pos::of(7, 0, true), false, k), None);
+        assert_eq!(layer.find(Pos::of(7, 5, true), false, k), Some(fake(1)));
+        assert_eq!(layer.find(Pos::of(7, 5, true), true, k), Some(fake(0)));
+        assert_eq!(layer.find(Pos::of(8, 0, true), false, k), Some(fake(2)));
+    }
+}

@@ -1,0 +1,422 @@
+//! The shortcut: how a thread finds its own run without touching shared state, appends to it
+//! ([`SbTree::append_fast`]: no lock, no epoch pin, one fence), inserts a late entry into it,
+//! and checks its peers for the same position.
+//!
+//! # Which run is mine
+//!
+//! Each thread keeps, per tree, the run it holds and that run's segment (a thread-local list;
+//! the last one used is checked first). A held run and its segment stay allocated until the
+//! thread lets go of them: when it finds the segment sealed, when it exits (a thread-local
+//! destructor), or when the tree is dropped. The destructor must not touch a dropped tree,
+//! so trees register their ids in a process-wide set, and the destructor lets go of a run
+//! only while holding that set's lock with the tree's id still in it (a tree takes its id
+//! out under the same lock before it frees anything).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use super::key::{Pos, SbKey};
+use super::protocol::Settled;
+use super::run::{Owner, Run};
+use super::segment::{Place, Segment};
+use super::tree::SbTree;
+
+/// A run this thread holds.
+#[derive(Clone, Copy)]
+struct Hold {
+    tree: u64,
+    run: *const (),
+    segment: *const (),
+    /// Lets go of the segment (its key type erased).
+    release: unsafe fn(*const ()),
+}
+
+/// This thread's runs, one per tree it inserts into.
+struct Holds(RefCell<Vec<Hold>>);
+
+thread_local! {
+    static HOLDS: Holds = const { Holds(RefCell::new(Vec::new())) };
+    /// The hold used last (tree 0: none), a copy of one in `HOLDS`, checked first: a plain
+    /// thread-local without a destructor costs one load to reach.
+    static LAST: Cell<(u64, *const (), *const ())> = const { Cell::new((0, std::ptr::null(), std::ptr::null())) };
+}
+
+/// The ids of the trees alive (see the module docs).
+static LIVE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+
+fn live() -> std::sync::MutexGuard<'static, BTreeSet<u64>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records that tree `id` is alive.
+pub fn register(id: u64) {
+    live().insert(id);
+}
+
+/// Records that tree `id` is being dropped: no thread-local destructor touches it after.
+pub fn deregister(id: u64) {
+    live().remove(&id);
+}
+
+impl Drop for Holds {
+    fn drop(&mut self) {
+        let holds = std::mem::take(self.0.get_mut());
+        if holds.is_empty() {
+            return;
+        }
+        let live = live();
+        for hold in holds {
+            if live.contains(&hold.tree) {
+                // SAFETY: the tree is alive and cannot be dropped while we hold `LIVE` (it
+                // deregisters under it first), and this thread has not let go of the segment.
+                unsafe { (hold.release)(hold.segment) };
+            }
+        }
+    }
+}
+
+/// Lets go of a held segment of key type `K`.
+///
+/// # Safety
+///
+/// `segment` is a `Segment<K>` the calling thread holds a reference of.
+unsafe fn release<K: SbKey>(segment: *const ()) {
+    // SAFETY: the caller's promise: the segment is alive while referenced.
+    unsafe { &*segment.cast::<Segment<K>>() }.release();
+}
+
+/// The run this thread holds in tree `tree`, with its segment.
+#[inline]
+fn held(tree: u64) -> Option<(*const (), *const ())> {
+    let (last, run, segment) = LAST.with(Cell::get);
+    if last == tree {
+        return Some((run, segment));
+    }
+    let found = HOLDS
+        .try_with(|h| {
+            let holds = h.0.borrow();
+            holds
+                .iter()
+                .find(|h| h.tree == tree)
+                .map(|h| (h.run, h.segment))
+        })
+        .ok()
+        .flatten()?;
+    LAST.with(|l| l.set((tree, found.0, found.1)));
+    Some(found)
+}
+
+/// Forgets this thread's run in tree `tree` (returning its segment, which the caller lets
+/// go of).
+fn forget(tree: u64) -> Option<*const ()> {
+    let _ = LAST.try_with(|l| {
+        if l.get().0 == tree {
+            l.set((0, std::ptr::null(), std::ptr::null()));
+        }
+    });
+    HOLDS
+        .try_with(|h| {
+            let mut holds = h.0.borrow_mut();
+            let at = holds.iter().position(|h| h.tree == tree)?;
+            Some(holds.swap_remove(at).segment)
+        })
+        .ok()
+        .flatten()
+}
+
+/// How an insert into a run went.
+pub enum Inserted {
+    /// Done: the present tid (unique: replaced; non-unique: the pair was there) or `None`.
+    Done(Option<u64>),
+    /// The run (its append part or its late part) is full: seal the segment.
+    Full,
+    /// The segment was sealed without the entry: insert it anew.
+    Dropped,
+}
+
+/// Entries ahead of the last key to which a run raises its ceiling: a peer whose key is
+/// above the ceiling needs no look at the run, and the ceiling moves (a store peers see
+/// as a cache miss) once per this many appends.
+const CEILING_AHEAD: u64 = 64;
+
+impl<K: SbKey> SbTree<K> {
+    /// The shortcut: appends `(key, tid)` to this thread's run if it has one in the
+    /// frontier, the position is above the run's last and the run has room; `None` when the
+    /// insert must take the slow path.
+    #[inline]
+    pub fn append_fast(&self, key: K, tid: u64) -> Option<Option<u64>> {
+        let (run, segment) = held(self.id)?;
+        // SAFETY: a held run and segment stay allocated until this thread lets go of them
+        // (module docs); the types are this tree's.
+        let (run, segment) = unsafe { (&*run.cast::<Run<K>>(), &*segment.cast::<Segment<K>>()) };
+        let pos = Pos::of(key, tid, self.geo.pairs);
+        if !segment.holds(pos) {
+            return None;
+        }
+        // SAFETY: this thread owns the run.
+        let owner = unsafe { run.owner() };
+        if owner.last.is_some_and(|last| pos <= last) {
+            return None;
+        }
+        let c = owner.count as usize;
+        if c == run.capacity() || !run.has_block(run.block_of(c)) {
+            return None;
+        }
+        match self.append(segment, run, owner, key, tid) {
+            Inserted::Done(result) => Some(result),
+            Inserted::Full | Inserted::Dropped => None,
+        }
+    }
+
+    /// This thread's run in `segment` (the frontier), claiming one if it holds none there;
+    /// `None` when the segment has no room for another run or is closed.
+    pub fn run_in<'g>(&self, segment: &'g Segment<K>) -> Option<&'g Run<K>> {
+        if let Some((run, held_segment)) = held(self.id) {
+            if std::ptr::eq(held_segment.cast(), segment) {
+                // SAFETY: as in `append_fast`.
+                return Some(unsafe { &*run.cast::<Run<K>>() });
+            }
+            // The held run is in a sealed segment: let go of it.
+            self.let_go();
+        }
+        let run = segment.claim()?;
+        let hold = Hold {
+            tree: self.id,
+            run: (run as *const Run<K>).cast(),
+            segment: (segment as *const Segment<K>).cast(),
+            release: release::<K>,
+        };
+        let held = HOLDS.try_with(|h| h.0.borrow_mut().push(hold)).is_ok();
+        if !held {
+            // The thread is exiting: nothing can hold the run; give it back.
+            segment.release();
+            return None;
+        }
+        Some(run)
+    }
+
+    /// Lets go of this thread's run in this tree, if it holds one.
+    pub fn let_go(&self) {
+        if let Some(segment) = forget(self.id) {
+            // SAFETY: this thread held the segment until now, so it is alive.
+            unsafe { &*segment.cast::<Segment<K>>() }.release();
+        }
+    }
+
+    /// Appends `(key, tid)`, whose position is above the run's last one, to the owner's
+    /// run: the protocol of `protocol.rs`, then the peers' check.
+    pub fn append(
+        &self,
+        segment: &Segment<K>,
+        run: &Run<K>,
+        owner: &mut Owner<K>,
+        key: K,
+        tid: u64,
+    ) -> Inserted {
+        let c = owner.count;
+        if c as usize == run.capacity() {
+            return Inserted::Full;
+        }
+        let block = run.block_of(c as usize);
+        if !run.has_block(block) {
+            run.add_block(block, &self.res);
+        }
+        let pos = Pos::of(key, tid, self.geo.pairs);
+        run.head.begin();
+        run.write_entry(c as usize, key, tid);
+        if owner.count == 0 {
+            owner.first = key;
+        }
+        let (first, n) = (owner.first, c + 1);
+        run.head.widen(key.to_words(), || {
+            K::project(first, key, n, CEILING_AHEAD).to_words()
+        });
+        run.head.publish(c + 1);
+        if run.head.settle(&segment.head, c) == Settled::Dropped {
+            run.head.end();
+            return Inserted::Dropped;
+        }
+        owner.count = c + 1;
+        owner.last = Some(pos);
+        let result = self.check_peers(
+            segment,
+            run,
+            owner,
+            Place::Append {
+                slot: run.slot,
+                i: c as usize,
+            },
+            pos,
+        );
+        run.head.end();
+        Inserted::Done(result)
+    }
+
+    /// Inserts `(key, tid)`, whose position is in the segment but not above the run's last
+    /// one, into the owner's late run.
+    pub fn insert_late(
+        &self,
+        segment: &Segment<K>,
+        run: &Run<K>,
+        owner: &mut Owner<K>,
+        key: K,
+        tid: u64,
+    ) -> Inserted {
+        let pos = Pos::of(key, tid, self.geo.pairs);
+        run.head.begin();
+        let inserted = {
+            let _lock = run.lock();
+            match run.late_find(pos, self.geo.pairs) {
+                // The slow path found no live entry here when it looked; a dead one is revived
+                // (a live one can only be ours, from a race with our own earlier insert).
+                Ok(j) => {
+                    let was_live = !run.late_is_dead(j);
+                    let old = run.late_set_tid(j, tid);
+                    run.late_revive(j);
+                    if was_live {
+                        run.head.end();
+                        return Inserted::Done(Some(if self.geo.pairs { tid } else { old }));
+                    }
+                    Ok(())
+                }
+                Err(j) => {
+                    let key_words = key.to_words();
+                    run.late_head.widen(key_words, || key_words);
+                    if run.late_insert(j, key, tid, &self.res) {
+                        Ok(())
+                    } else {
+                        Err(())
+                    }
+                }
+            }
+        };
+        if inserted.is_err() {
+            run.head.end();
+            // Full, or closed by a sealer (which captured it under the lock).
+            return if segment.head.is_closed() {
+                Inserted::Dropped
+            } else {
+                Inserted::Full
+            };
+        }
+        // The late run is captured under its lock, so the entry is in the segment; the peers'
+        // check fences (if there are peers) to order its publication before their entries.
+        let result = self.check_peers(segment, run, owner, Place::Late { slot: run.slot }, pos);
+        run.head.end();
+        Inserted::Done(result)
+    }
+
+    /// After publishing the entry at `mine` (position `pos`): if the segment has other runs,
+    /// fences and looks for the same position in them, and if one has it live, resolves the
+    /// pair (see [`SbTree::resolve`]). Returns the insert's result.
+    fn check_peers(
+        &self,
+        segment: &Segment<K>,
+        run: &Run<K>,
+        owner: &mut Owner<K>,
+        mine: Place,
+        pos: Pos<K>,
+    ) -> Option<u64> {
+        // Our publication precedes the load of the run count (the light side of a joiner's
+        // barrier: see `protocol.rs`).
+        crate::sync::asymmetric::light();
+        let used = segment.used();
+        if used < 2 {
+            return None;
+        }
+        // Peers: a full fence after our publication (the store-buffering pattern with theirs).
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        let pairs = self.geo.pairs;
+        let key = pos.key.to_words();
+        for slot in 0..used {
+            if slot == run.slot {
+                continue;
+            }
+            // An unstored slot's owner fences after us and checks our run.
+            let Some(peer) = segment.run(slot) else {
+                continue;
+            };
+            let cached = owner.gaps[slot].is_some_and(|(lo, hi)| lo < pos && pos < hi);
+            if !cached && peer.head.covers(key) {
+                let n = peer.head.published() as usize;
+                match peer.find(pos, n, pairs) {
+                    Ok(i) if !peer.is_dead(i) => {
+                        return self.resolve(
+                            segment,
+                            run,
+                            mine,
+                            slot,
+                            Place::Append { slot, i },
+                            pos,
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(i) if i > 0 && i < n => {
+                        let (a, b) = (peer.entry(i - 1), peer.entry(i));
+                        owner.gaps[slot] =
+                            Some((Pos::of(a.0, a.1, pairs), Pos::of(b.0, b.1, pairs)));
+                    }
+                    Err(_) => {}
+                }
+            }
+            if peer.late_head.published() > 0 && peer.late_head.covers(key) {
+                let live = peer
+                    .read_late(|p| matches!(p.late_find(pos, pairs), Ok(j) if !p.late_is_dead(j)));
+                if live {
+                    return self.resolve(segment, run, mine, slot, Place::Late { slot }, pos);
+                }
+            }
+        }
+        None
+    }
+
+    /// Two runs hold the live position `pos`: ours (at `mine`) and the peer's in `slot`.
+    /// Under both runs' locks (in slot order): if ours is dead, another resolver took ours
+    /// for the earlier insert, so ours was first (`None`); else the peer's, if still live and
+    /// in the segment for good, was first: it is deleted and its tid returned.
+    fn resolve(
+        &self,
+        segment: &Segment<K>,
+        run: &Run<K>,
+        mine: Place,
+        slot: usize,
+        theirs: Place,
+        pos: Pos<K>,
+    ) -> Option<u64> {
+        self.counters.met.add(1);
+        let pairs = self.geo.pairs;
+        let peer = segment.run(slot).expect("a stored run");
+        let (_first, _second) = if run.slot < slot {
+            (run.lock(), peer.lock())
+        } else {
+            (peer.lock(), run.lock())
+        };
+        let mine_live = match mine {
+            Place::Append { i, .. } => !run.is_dead(i),
+            Place::Late { .. } => {
+                matches!(run.late_find(pos, pairs), Ok(j) if !run.late_is_dead(j))
+            }
+        };
+        if !mine_live {
+            return None;
+        }
+        match theirs {
+            Place::Append { i, .. } => {
+                if peer.is_dead(i) || peer.head.committed(&segment.head, i as u64 + 1) <= i as u64 {
+                    return None;
+                }
+                peer.kill(i);
+                Some(peer.entry(i).1)
+            }
+            Place::Late { .. } => {
+                let j = peer.late_find(pos, pairs).ok()?;
+                if peer.late_is_dead(j) {
+                    return None;
+                }
+                peer.late_kill(j);
+                Some(peer.late_entry(j).1)
+            }
+        }
+    }
+}

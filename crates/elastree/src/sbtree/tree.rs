@@ -1,0 +1,397 @@
+//! [`SbTree`]: the data layer, the chain of segments and the maintenance state of one
+//! index, and its point operations: where a position goes ([`SbTree::route`]), inserts,
+//! lookups and removes, the seal and the conversion.
+
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
+
+use crossbeam_epoch::{self as epoch, Guard};
+use smallvec::SmallVec;
+
+use super::data::{DataLayer, Write};
+use super::key::{Pos, SbKey};
+use super::maintain::Maintenance;
+use super::segment::Segment;
+use super::shortcut::{self, Inserted};
+use super::stats::Counters;
+use super::{Geometry, Resources};
+use crate::sync::atomic::SpinWait;
+
+/// Where a position belongs.
+pub enum Route<'g, K: SbKey> {
+    /// The frontier segment.
+    Active(&'g Segment<K>),
+    /// A sealed segment not yet converted.
+    Sealed(&'g Segment<K>),
+    /// The data layer.
+    Data,
+}
+
+/// One SB-tree. See the module docs of [`super`].
+pub struct SbTree<K: SbKey> {
+    /// The data layer.
+    pub data: DataLayer<K>,
+    frontier: AtomicPtr<Segment<K>>,
+    /// The number of the last segment converted (conversions go in sealing order).
+    converted: AtomicU64,
+    /// The tree's process-wide id (the key of threads' runs).
+    pub id: u64,
+    /// Sizes and settings.
+    pub geo: Geometry,
+    /// The allocator and byte counts.
+    pub res: Arc<Resources>,
+    /// The search layer's writer state; whoever holds it maintains the layer.
+    pub maintenance: Mutex<Maintenance<K>>,
+    /// The maintenance thread, woken after conversions and splits.
+    pub maintainer: OnceLock<Thread>,
+    /// What the tree has done.
+    pub counters: Counters,
+    /// Converted segments some thread may still hold a run of.
+    pub lingering: Mutex<Vec<SegmentPtr<K>>>,
+    /// The recent share of entries written below the frontier (see `adapt_late_level`).
+    late_rate: Mutex<LateRate>,
+}
+
+/// Late slots a conversion leaves per expected late entry: a little more than expected, as
+/// the share varies from block to block.
+const LATE_MARGIN: f64 = 1.25;
+
+/// The share of entries that arrive below the frontier, per entry converted.
+#[derive(Default)]
+struct LateRate {
+    /// The count of such entries at the last conversion.
+    delayed: usize,
+    /// Their recent share (halved at every conversion, plus half the new sample).
+    share: f64,
+}
+
+/// A converted segment waiting to be freed.
+pub struct SegmentPtr<K: SbKey>(pub *mut Segment<K>);
+
+// SAFETY: the segment is freed by whoever takes it off the tree's list, once.
+unsafe impl<K: SbKey> Send for SegmentPtr<K> {}
+
+/// Ids of trees, for the threads' run lists.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl<K: SbKey> SbTree<K> {
+    /// An empty tree.
+    pub fn new(geo: Geometry) -> Self {
+        let res = Arc::new(Resources::new(geo.block_bytes));
+        let data = DataLayer::new(geo, Arc::clone(&res));
+        let first = Segment::new(1, None, &geo, &res);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        shortcut::register(id);
+        let head = data.head();
+        Self {
+            data,
+            frontier: AtomicPtr::new(Box::into_raw(first)),
+            converted: AtomicU64::new(0),
+            id,
+            geo,
+            res,
+            maintenance: Mutex::new(Maintenance::new(head)),
+            maintainer: OnceLock::new(),
+            counters: Counters::default(),
+            lingering: Mutex::new(Vec::new()),
+            late_rate: Mutex::new(LateRate::default()),
+        }
+    }
+
+    /// The frontier segment, read under `guard`.
+    #[inline]
+    pub fn frontier<'g>(&self, _guard: &'g Guard) -> &'g Segment<K> {
+        // SAFETY: never null; a segment is freed only after it is converted (no longer the
+        // frontier) and through the epoch collector.
+        unsafe { &*self.frontier.load(Ordering::Acquire) }
+    }
+
+    /// Where `pos` belongs now.
+    pub fn route<'g>(&self, pos: Pos<K>, guard: &'g Guard) -> Route<'g, K> {
+        let frontier = self.frontier(guard);
+        if frontier.holds(pos) {
+            return Route::Active(frontier);
+        }
+        let mut segment = frontier;
+        loop {
+            let prev = segment.prev.load(Ordering::Acquire);
+            if prev.is_null() {
+                return Route::Data;
+            }
+            // SAFETY: a linked segment is not converted yet, so not freed; the guard keeps an
+            // unlinked one allocated.
+            segment = unsafe { &*prev };
+            if segment.holds(pos) {
+                return Route::Sealed(segment);
+            }
+        }
+    }
+
+    /// Waits until `segment` is converted (its entries are in the data layer).
+    fn wait_converted(segment: &Segment<K>) {
+        let wait = SpinWait::new();
+        while !segment.converted.load(Ordering::Acquire) {
+            wait.wait();
+        }
+    }
+
+    /// Waits until `segment` is no longer the frontier (its sealer installed the next).
+    fn wait_replaced(&self, segment: &Segment<K>) {
+        let wait = SpinWait::new();
+        while std::ptr::eq(self.frontier.load(Ordering::Acquire), segment) {
+            wait.wait();
+        }
+    }
+
+    /// Unique index: inserts or replaces, returning the previous tid. Non-unique: adds the
+    /// pair, returning `Some(tid)` if it was present.
+    pub fn insert(&self, key: K, tid: u64) -> Option<u64> {
+        if let Some(done) = self.append_fast(key, tid) {
+            return done;
+        }
+        let pairs = self.geo.pairs;
+        let pos = Pos::of(key, tid, pairs);
+        let guard = &epoch::pin();
+        loop {
+            match self.route(pos, guard) {
+                Route::Data => {
+                    self.counters.delayed.add(1);
+                    return self
+                        .data
+                        .write(key, Write::Insert { tid, replace: true }, guard);
+                }
+                Route::Sealed(segment) => Self::wait_converted(segment),
+                Route::Active(segment) => {
+                    if let Some(done) = self.insert_into(segment, key, tid, guard) {
+                        return done;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The slow path of an insert into the frontier `segment`: `None` to route again.
+    fn insert_into(
+        &self,
+        segment: &Segment<K>,
+        key: K,
+        tid: u64,
+        guard: &Guard,
+    ) -> Option<Option<u64>> {
+        let pairs = self.geo.pairs;
+        let pos = Pos::of(key, tid, pairs);
+        if segment.head.is_closed() {
+            self.wait_replaced(segment);
+            return None;
+        }
+        let lengths = segment.committed_lengths();
+        if let Some((place, present)) = segment.find(pos, &lengths, pairs) {
+            if pairs {
+                return Some(Some(present));
+            }
+            let Some(_inside) = segment.gate.enter() else {
+                self.wait_replaced(segment);
+                return None;
+            };
+            return segment.modify(place, pos, pairs, None, Some(tid)).map(Some);
+        }
+        let Some(run) = self.run_in(segment) else {
+            if !segment.head.is_closed() {
+                // Every run slot is taken.
+                self.seal(segment, guard);
+            } else {
+                self.wait_replaced(segment);
+            }
+            return None;
+        };
+        // SAFETY: this thread owns the run it got from `run_in`.
+        let owner = unsafe { run.owner() };
+        let inserted = if owner.last.is_none_or(|last| pos > last) {
+            self.append(segment, run, owner, key, tid)
+        } else {
+            self.counters.late.add(1);
+            self.insert_late(segment, run, owner, key, tid)
+        };
+        match inserted {
+            Inserted::Done(result) => Some(result),
+            Inserted::Full => {
+                self.seal(segment, guard);
+                None
+            }
+            Inserted::Dropped => {
+                self.wait_replaced(segment);
+                None
+            }
+        }
+    }
+
+    /// The live tid at `pos` (a unique index's key, or an exact pair).
+    pub fn get(&self, pos: Pos<K>) -> Option<u64> {
+        let guard = &epoch::pin();
+        match self.route(pos, guard) {
+            Route::Data => self.data.get(pos, guard),
+            Route::Active(segment) | Route::Sealed(segment) => {
+                let lengths = segment.committed_lengths();
+                segment
+                    .find(pos, &lengths, self.geo.pairs)
+                    .map(|(_, tid)| tid)
+            }
+        }
+    }
+
+    /// Removes the entry at `pos` if its tid is `expect` (when given); returns its tid.
+    pub fn remove(&self, key: K, expect: Option<u64>) -> Option<u64> {
+        let pairs = self.geo.pairs;
+        let pos = Pos::of(key, expect.unwrap_or(0), pairs);
+        let guard = &epoch::pin();
+        loop {
+            match self.route(pos, guard) {
+                Route::Data => return self.data.write(key, Write::Remove { tid: expect }, guard),
+                Route::Sealed(segment) => Self::wait_converted(segment),
+                Route::Active(segment) => {
+                    let Some(_inside) = segment.gate.enter() else {
+                        self.wait_replaced(segment);
+                        continue;
+                    };
+                    let lengths = segment.committed_lengths();
+                    let (place, tid) = segment.find(pos, &lengths, pairs)?;
+                    if expect.is_some_and(|e| e != tid) {
+                        return None;
+                    }
+                    if let Some(removed) = segment.modify(place, pos, pairs, expect, None) {
+                        return Some(removed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Seals the frontier `segment` (or waits for the thread that does): installs the next
+    /// frontier, converts the sealed segment into data blocks.
+    pub fn seal(&self, segment: &Segment<K>, guard: &Guard) {
+        if !segment.try_start_seal() {
+            self.wait_replaced(segment);
+            return;
+        }
+        let pairs = self.geo.pairs;
+        let max = segment.seal(pairs);
+        let lower = max.or(segment.lower);
+        let next = Segment::new(segment.seq + 1, lower, &self.geo, &self.res);
+        next.prev
+            .store(segment as *const _ as *mut _, Ordering::Release);
+        let next: &Segment<K> = Box::leak(next);
+        self.frontier
+            .store(next as *const _ as *mut _, Ordering::Release);
+        self.counters.seals.add(1);
+        self.convert(segment, next, guard);
+    }
+
+    /// Moves the sealed `segment`'s entries to the data layer (after the segments sealed
+    /// before it) and unlinks it from `next`, the segment sealed after it.
+    fn convert(&self, segment: &Segment<K>, next: &Segment<K>, guard: &Guard) {
+        let entries = segment.captured_entries(self.geo.pairs);
+        let wait = SpinWait::new();
+        while self.converted.load(Ordering::Acquire) + 1 != segment.seq {
+            wait.wait();
+        }
+        self.adapt_late_level(entries.len());
+        self.data.append(&entries, guard);
+        self.counters.converted.add(entries.len() as isize);
+        segment.converted.store(true, Ordering::Release);
+        self.converted.store(segment.seq, Ordering::Release);
+        next.prev.store(std::ptr::null_mut(), Ordering::Release);
+        // The tree's reference: the maintenance pass frees the segment once its threads
+        // have let go of their runs.
+        segment.release();
+        super::lock(&self.lingering).push(SegmentPtr(segment as *const _ as *mut _));
+        self.wake_maintainer();
+    }
+
+    /// Sets the late level of the bodies the conversions build from the share of entries
+    /// that arrived below the frontier (into data blocks) per entry converted since the last
+    /// conversion, smoothed: each block a conversion builds receives about that share of its
+    /// entries later, so it leaves that much room and stays whole instead of splitting.
+    fn adapt_late_level(&self, converting: usize) {
+        let mut rate = super::lock(&self.late_rate);
+        let delayed = self.counters.delayed.get();
+        let sample = (delayed - rate.delayed) as f64 / converting.max(1) as f64;
+        rate.delayed = delayed;
+        rate.share = (rate.share + sample) / 2.0;
+        let level = self.geo.late_level(rate.share * LATE_MARGIN);
+        self.data.late_level.store(level, Ordering::Relaxed);
+    }
+
+    /// Wakes the maintenance thread (cheap when it is not parked).
+    pub fn wake_maintainer(&self) {
+        if let Some(thread) = self.maintainer.get() {
+            thread.unpark();
+        }
+    }
+
+    /// Seals the frontier if it holds anything, so every entry is in the data layer (waits
+    /// for the conversions to finish).
+    pub fn flush(&self) {
+        let guard = &epoch::pin();
+        let frontier = self.frontier(guard);
+        if frontier.used() > 0 {
+            self.seal(frontier, guard);
+        }
+        let frontier = self.frontier(guard);
+        let wait = SpinWait::new();
+        while self.converted.load(Ordering::Acquire) + 1 < frontier.seq {
+            wait.wait();
+        }
+    }
+
+    /// Pairs held (exact when no writer runs).
+    pub fn len(&self) -> usize {
+        let guard = &epoch::pin();
+        let mut total = self.data.len();
+        let mut segment = self.frontier(guard) as *const Segment<K>;
+        while !segment.is_null() {
+            // SAFETY: linked segments are alive; the guard keeps them so.
+            let s = unsafe { &*segment };
+            total += s.live();
+            segment = s.prev.load(Ordering::Acquire);
+        }
+        total
+    }
+
+    /// The segments from the frontier back, under `guard`.
+    pub fn segments<'g>(&self, guard: &'g Guard) -> SmallVec<[&'g Segment<K>; 4]> {
+        let mut out: SmallVec<[&'g Segment<K>; 4]> = SmallVec::new();
+        out.push(self.frontier(guard));
+        loop {
+            let prev = out
+                .last()
+                .expect("the frontier")
+                .prev
+                .load(Ordering::Acquire);
+            if prev.is_null() {
+                return out;
+            }
+            // SAFETY: as in `route`.
+            out.push(unsafe { &*prev });
+        }
+    }
+}
+
+impl<K: SbKey> Drop for SbTree<K> {
+    fn drop(&mut self) {
+        // After this no thread-local destructor touches the tree's runs.
+        shortcut::deregister(self.id);
+        let mut segment = *self.frontier.get_mut();
+        while !segment.is_null() {
+            // SAFETY: exclusive access: no operation runs, every thread's hold is void.
+            let owned = unsafe { Box::from_raw(segment) };
+            segment = owned.prev.load(Ordering::Relaxed);
+        }
+        let lingering = std::mem::take(self.lingering.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for SegmentPtr(segment) in lingering {
+            // SAFETY: converted segments leave the list only when freed; exclusive access.
+            drop(unsafe { Box::from_raw(segment) });
+        }
+        self.data.free_all();
+    }
+}
