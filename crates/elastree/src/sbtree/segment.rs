@@ -188,8 +188,14 @@ impl<K: SbKey> Segment<K> {
                 wait.wait();
             }
         }
+        // Every append run first, without locks: an owner resolving a meeting holds run
+        // locks while it waits for a peer's append run to be captured
+        // ([`super::protocol::RunHead::committed`]), and the late runs are captured under
+        // their locks.
         for run in &runs {
             run.head.capture();
+        }
+        for run in &runs {
             run.capture_late();
         }
         for run in &runs {
