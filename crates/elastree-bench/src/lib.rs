@@ -30,6 +30,7 @@ pub mod cluster;
 pub mod dist;
 pub mod growshrink;
 pub mod keys;
+pub mod mixed;
 pub mod output;
 pub mod peers;
 pub mod report;

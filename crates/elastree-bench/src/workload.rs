@@ -23,6 +23,9 @@
 //!   second. They change the index (updates, inserts of keys the load left out), so each runs
 //!   on an index of its own, freshly loaded (untimed) with the first 95% of the key set; they
 //!   come last in a pass, after `delete`, and the pass's shared index is dropped before them.
+//! * `mixed`: the time-series mix (see [`crate::mixed`]): 50% inserts of new keys in the set's
+//!   order, 30% scans of 10-100 keys, 10% scans of 5-10 keys and 10% lookups, on an index of
+//!   its own loaded (untimed) with the first half of the key set; in operations per second.
 //!
 //! Every workload samples latency: every [`LATENCY_SAMPLE_EVERY`]-th operation (scan, for the
 //! scan workloads; YCSB operation of whatever kind) is timed on its own. A bulk load (the
@@ -47,8 +50,9 @@ use crate::alloc;
 use crate::cluster;
 use crate::dist::ScrambledZipfian;
 use crate::keys::{KeySet, KeySetKind};
+use crate::mixed::MixedStream;
 use crate::peers::{BenchIndex, Budget, IndexSpec, SeqTreeTuning};
-use crate::runner::ops::{delete, fill, lookup, scan, ycsb, Timed};
+use crate::runner::ops::{delete, fill, lookup, mixed, scan, ycsb, Timed};
 use crate::runner::settle::settle_deferred_frees;
 use crate::runner::timing::Latencies;
 use crate::runner::{attempt, median};
@@ -78,6 +82,9 @@ pub enum Workload {
     Delete,
     /// A YCSB core workload, on an index of its own loaded with 95% of the keys.
     Ycsb(Ycsb),
+    /// The time-series mix of inserts, long and short scans and lookups, on an index of its
+    /// own loaded with half of the keys.
+    Mixed,
 }
 
 impl Workload {
@@ -95,6 +102,7 @@ impl Workload {
         Workload::Ycsb(Ycsb::D),
         Workload::Ycsb(Ycsb::E),
         Workload::Ycsb(Ycsb::F),
+        Workload::Mixed,
     ];
 
     /// The workloads of a default run (`elastree bench` without `--workload`, and
@@ -107,8 +115,8 @@ impl Workload {
         Workload::Delete,
     ];
 
-    /// The six YCSB core workloads (`--workload ycsb`): the end of [`Workload::ALL`].
-    pub const YCSB: &'static [Workload] = Workload::ALL.split_at(6).1;
+    /// The six YCSB core workloads (`--workload ycsb`).
+    pub const YCSB: &'static [Workload] = Workload::ALL.split_at(6).1.split_at(6).0;
 
     /// The workload's CLI name.
     pub fn name(self) -> &'static str {
@@ -120,6 +128,7 @@ impl Workload {
             Workload::ScanDesc => "scan-desc",
             Workload::Delete => "delete",
             Workload::Ycsb(ycsb) => ycsb.name(),
+            Workload::Mixed => "mixed",
         }
     }
 
@@ -132,7 +141,8 @@ impl Workload {
             | Workload::Lookup
             | Workload::LookupZipf
             | Workload::Delete
-            | Workload::Ycsb(_) => "ops",
+            | Workload::Ycsb(_)
+            | Workload::Mixed => "ops",
         }
     }
 }
@@ -387,9 +397,14 @@ pub fn run_suite(cfg: &RunConfig, progress: &ProgressBar) -> Vec<Measurement> {
                     _ => None,
                 })
                 .collect();
+            let mixed = cfg
+                .workloads
+                .contains(&Workload::Mixed)
+                .then(|| MixedStream::generate(&keys, threads, cfg.seed));
             let streams = Streams {
                 ops: &ops,
                 ycsb: &ycsb,
+                mixed: mixed.as_ref(),
             };
             let mut groups: Vec<GroupRun<'_>> = cfg
                 .indexes
@@ -500,6 +515,7 @@ impl<'a> GroupRun<'a> {
                 cluster: cfg.cluster.as_deref(),
                 ops: streams.ops,
                 ycsb: streams.ycsb,
+                mixed: streams.mixed,
                 threads,
                 loaded: None,
                 mem_alloc: Vec::new(),
@@ -622,6 +638,8 @@ struct Streams<'a> {
     ops: &'a OpStreams,
     /// The YCSB streams of the YCSB workloads asked for.
     ycsb: &'a [YcsbStream],
+    /// The stream of the `mixed` workload, if asked for.
+    mixed: Option<&'a MixedStream>,
 }
 
 impl Streams<'_> {
@@ -636,6 +654,7 @@ impl Streams<'_> {
             Workload::ScanDesc => (ops.scan_desc_starts.len() * ops.scan_len) as u64,
             Workload::Delete => ops.deletes.len() as u64,
             Workload::Ycsb(y) => ycsb_stream(self.ycsb, y).map_or(0, |s| s.plan.len() as u64),
+            Workload::Mixed => self.mixed.map_or(0, |s| s.plan.len() as u64),
         }
     }
 }
@@ -658,6 +677,8 @@ struct Group<'a> {
     ops: &'a OpStreams,
     /// The YCSB streams of this thread count.
     ycsb: &'a [YcsbStream],
+    /// The `mixed` stream of this thread count.
+    mixed: Option<&'a MixedStream>,
     threads: usize,
     /// The index loaded with every key, if there is one.
     loaded: Option<Box<dyn BenchIndex>>,
@@ -728,6 +749,22 @@ impl Group<'_> {
                     None,
                 )?;
                 ycsb(index.as_ref(), self.keys, stream, threads)?
+            }
+            Workload::Mixed => {
+                let stream = self
+                    .mixed
+                    .ok_or_else(|| "no mixed stream was generated".to_string())?;
+                self.loaded = None;
+                settle_deferred_frees();
+                let index = self.build()?;
+                let (index, _, _) = fill(
+                    index,
+                    self.keys,
+                    &ops.load[..stream.plan.loaded],
+                    threads,
+                    None,
+                )?;
+                mixed(index.as_ref(), self.keys, stream, threads)?
             }
         };
         self.latencies = latencies;

@@ -486,13 +486,13 @@ fn the_runner_measures_every_workload_and_reports() {
             }
             Status::Skipped(reason) => {
                 let read_only_misfit = match m.workload {
-                    Workload::Delete => true,
+                    Workload::Delete | Workload::Mixed => true,
                     Workload::Load => m.threads > 1,
                     Workload::Ycsb(y) => !y.read_only(),
                     _ => false,
                 };
                 let scans = match m.workload {
-                    Workload::Scan | Workload::ScanDesc => true,
+                    Workload::Scan | Workload::ScanDesc | Workload::Mixed => true,
                     Workload::Ycsb(y) => y.scans(),
                     _ => false,
                 };

@@ -69,7 +69,7 @@ impl BenchIndex for Mass {
 
     fn supports_workload(&self, workload: Workload) -> Result<(), String> {
         let scans = match workload {
-            Workload::Scan | Workload::ScanDesc => true,
+            Workload::Scan | Workload::ScanDesc | Workload::Mixed => true,
             Workload::Ycsb(y) => y.scans(),
             Workload::Load | Workload::Lookup | Workload::LookupZipf | Workload::Delete => false,
         };

@@ -351,7 +351,7 @@ impl FromStr for IndexSpec {
 /// is refused with `why`.
 fn reads_only(workload: Workload, why: &str) -> Result<(), String> {
     match workload {
-        Workload::Delete => Err(why.to_string()),
+        Workload::Delete | Workload::Mixed => Err(why.to_string()),
         Workload::Ycsb(y) if !y.read_only() => Err(why.to_string()),
         Workload::Load
         | Workload::Lookup

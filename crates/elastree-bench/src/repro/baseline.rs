@@ -201,6 +201,40 @@ impl Suite<'_> {
             .map(|s| s.median)
     }
 
+    /// The median throughput of `index` on `keys` for `workload` on `threads` threads.
+    pub(super) fn median_at(
+        &self,
+        index: &str,
+        keys: KeySetKind,
+        workload: Workload,
+        threads: usize,
+    ) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|m| {
+                m.index == index && m.keys == keys && m.workload == workload && m.threads == threads
+            })
+            .filter(|m| m.status == Status::Ok)
+            .and_then(|m| Summary::of(&m.mops))
+            .map(|s| s.median)
+    }
+
+    /// The sampled latencies of `index` on `keys` for `workload` (single thread, or the
+    /// first row), sorted, in nanoseconds.
+    pub(super) fn sorted_latencies(
+        &self,
+        index: &str,
+        keys: KeySetKind,
+        workload: Workload,
+    ) -> Vec<u64> {
+        let mut latencies = self
+            .row(index, keys, workload)
+            .filter(|m| m.status == Status::Ok)
+            .map_or_else(Vec::new, |m| m.latency_ns.clone());
+        latencies.sort_unstable();
+        latencies
+    }
+
     /// Bytes per key (allocator, self-reported) of `index` on `keys`, from any of its rows.
     pub(super) fn bytes_per_key(
         &self,

@@ -45,6 +45,11 @@
 //!   operation on 3 masters, then on 4 after a scale-out and a rebalance (the STI-BT paper's
 //!   Figure 2 and Table 2), with the targets of issue 6.
 //!
+//! * `sbtree-ingest`, `sbtree-delayed`, `sbtree-latency` and `sbtree-memory` ([`sbtree`]):
+//!   the SB-tree paper's Figures 6-8, 10 and 11 on time-series keys: ingestion, lookups,
+//!   scans and the mixed workload on 1 and 2 threads, delayed fractions from 0 to 50%, tail
+//!   latency and memory, each beside `btree`, BTreeMap and the peers.
+//!
 //! The elastic experiments end with the targets of issue 4 they speak to, the hybrid ones
 //! with those of issue 5, each PASS or FAIL as computed from the run's numbers.
 
@@ -56,6 +61,7 @@ pub mod grow_shrink;
 pub mod hybrid;
 pub mod page;
 pub mod plots;
+pub mod sbtree;
 pub mod seqtree_sweep;
 pub mod terminal;
 pub mod variants;
@@ -233,6 +239,42 @@ pub const EXPERIMENTS: &[Experiment] = &[
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_latency,
+    },
+    Experiment {
+        name: "sbtree-ingest",
+        about: "the SB-tree paper's Figures 6 and 7: sbtree vs btree, BTreeMap, congee, scc \
+                and masstree on in-order time-series keys (tsensor:0): insert-only load, \
+                lookups, 100-key scans and the mixed workload (50% inserts, 40% scans, 10% \
+                lookups), 1 and 2 threads",
+        base_n: sbtree::BASE_N,
+        min_n: sbtree::MIN_N,
+        run: sbtree::ingest,
+    },
+    Experiment {
+        name: "sbtree-delayed",
+        about: "the SB-tree paper's Figure 8: insert-only loads of time-series keys with 0, 10, \
+                20, 30, 40 and 50% of them delayed, sbtree vs btree and the peers, one thread",
+        base_n: sbtree::BASE_N,
+        min_n: sbtree::MIN_N,
+        run: sbtree::delayed,
+    },
+    Experiment {
+        name: "sbtree-latency",
+        about: "the SB-tree paper's Figure 10: p50 to p99.99 latency of inserts, lookups and \
+                100-key scans on time-series keys (5% delayed), sbtree vs btree and the peers, \
+                one thread",
+        base_n: sbtree::BASE_N,
+        min_n: sbtree::MIN_N,
+        run: sbtree::latency,
+    },
+    Experiment {
+        name: "sbtree-memory",
+        about: "the SB-tree paper's Figure 11 and Table 1: bytes per key after loading \
+                time-series keys with 0, 20 and 50% delayed, sbtree vs btree and the peers, by \
+                the counting allocator and each index's own accounting",
+        base_n: sbtree::BASE_N,
+        min_n: sbtree::MIN_N,
+        run: sbtree::memory,
     },
     Experiment {
         name: "dist-ycsb",

@@ -2,6 +2,7 @@
 //! scans, deletes and YCSB streams; each checks the index's answers and fails with what went
 //! wrong.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use elastree::Direction;
@@ -10,6 +11,7 @@ use elastree_dist::DistStats;
 use super::timing::{run_sampled, run_sampled_with, sampled, Dispatch, Latencies};
 use crate::cluster;
 use crate::keys::KeySet;
+use crate::mixed::{MixedOp, MixedStream};
 use crate::peers::BenchIndex;
 use crate::workload::OpStreams;
 use crate::ycsb::{YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
@@ -344,6 +346,87 @@ pub fn ycsb(
             "{missing} of {} inserted keys are missing after {}",
             plan.inserted.len(),
             plan.workload
+        ));
+    }
+    Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))
+}
+
+/// Runs the `mixed` workload's operations on `index`, loaded with the plan's first keys, on
+/// `threads` threads: inserts take the next keys of the set from one shared cursor in
+/// batches of [`STREAM_BATCH`] (ingest workers reading one queue of readings); lookups must
+/// find their key's tid, scans must visit their start key and at most their length. Checks
+/// afterwards that every inserted key is there.
+pub fn mixed(
+    index: &dyn BenchIndex,
+    keys: &KeySet,
+    stream: &MixedStream,
+    threads: usize,
+) -> Result<Timed, String> {
+    let plan = &stream.plan;
+    let latencies = Latencies::new(plan.len(), threads);
+    let cursor = AtomicUsize::new(plan.loaded);
+    // Every op's index into the plan: threads run contiguous parts of it.
+    let order: Vec<u32> = (0..plan.len() as u32).collect();
+    let ((elapsed, good), dist) = counted(index, || {
+        run_sampled(&order, threads, &latencies, |first, chunk, samples| {
+            let mut good = 0u64;
+            let mut checksum = 0u64;
+            // This thread's batch of insert positions: `next..end`.
+            let (mut next, mut end) = (0usize, 0usize);
+            for j in first..first + chunk.len() {
+                let key = stream.keys.key(j);
+                let tid = u64::from(plan.positions[j]);
+                let ok = match plan.ops[j] {
+                    MixedOp::Insert => {
+                        if next == end {
+                            next = cursor.fetch_add(STREAM_BATCH, Ordering::Relaxed);
+                            end = (next + STREAM_BATCH).min(keys.len());
+                        }
+                        if next < end {
+                            let i = next;
+                            next += 1;
+                            sampled(samples, j, || index.insert(keys.key(i), i as u64));
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    MixedOp::Lookup => {
+                        sampled(samples, j, || index.get(key)).is_some_and(|v| v == tid)
+                    }
+                    MixedOp::Scan(len) => {
+                        let got = sampled(samples, j, || {
+                            index.scan(key, usize::from(len), &mut |_, v| {
+                                checksum = checksum.wrapping_add(v);
+                            })
+                        });
+                        (1..=usize::from(len)).contains(&got)
+                    }
+                };
+                good += u64::from(ok);
+            }
+            std::hint::black_box(checksum);
+            good
+        })
+    });
+    if good != plan.len() as u64 {
+        return Err(format!(
+            "{} of {} mixed operations missed a loaded key, overran a scan or ran out of keys \
+             to insert",
+            plan.len() as u64 - good,
+            plan.len(),
+        ));
+    }
+    // The cursor handed out keys `loaded..handed`; a thread leaves the rest of its last batch
+    // unused, so exactly `inserts` of them must be present, each with its tid.
+    let handed = cursor.load(Ordering::Relaxed).min(keys.len());
+    let present = (plan.loaded..handed)
+        .filter(|&i| index.get(keys.key(i)) == Some(i as u64))
+        .count();
+    if present != plan.inserts {
+        return Err(format!(
+            "{present} keys of the {} the mixed workload inserted are present",
+            plan.inserts
         ));
     }
     Ok((elapsed.as_secs_f64(), latencies.into_samples(), dist))

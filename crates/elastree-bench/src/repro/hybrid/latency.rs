@@ -99,7 +99,7 @@ impl Timeline {
 }
 
 /// The `q` quantile (0..=1) of sorted `values`.
-pub(super) fn quantile(sorted: &[u64], q: f64) -> Option<f64> {
+pub(crate) fn quantile(sorted: &[u64], q: f64) -> Option<f64> {
     let last = sorted.len().checked_sub(1)?;
     Some(sorted[((last as f64 * q).round() as usize).min(last)] as f64)
 }

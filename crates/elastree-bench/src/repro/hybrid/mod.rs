@@ -66,7 +66,7 @@ use drive::*;
 use rows::*;
 use statics::*;
 
-pub(super) use latency::run_latency;
+pub(super) use latency::{quantile, run_latency};
 pub(super) use merge::run_merge;
 pub(super) use ratio::run_ratio;
 pub(super) use statics::run_static;
