@@ -57,11 +57,24 @@ use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering, S
 const NOT_CAPTURED: u64 = u64::MAX;
 
 /// The protocol words of one run. Keys are two words (high, low), compared as one integer.
+///
+/// Layout: the words the owner writes on every append (`count`, `in_flight`) share the first
+/// cache line; the rest ([`RunBounds`]) are on a line of their own, written rarely (a range
+/// widens a few times per 64 appends), so that the peers that load them on every append of
+/// their own find them in their caches (on one line with `count`, each such load missed).
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct RunHead {
     count: AtomicU64,
-    captured: AtomicU64,
     in_flight: AtomicBool,
+    cold: RunBounds,
+}
+
+/// The rarely written words of a run: its captured count and its key range.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct RunBounds {
+    captured: AtomicU64,
     floor: [AtomicU64; 2],
     ceiling: [AtomicU64; 2],
 }
@@ -100,10 +113,12 @@ impl RunHead {
     pub fn new() -> Self {
         Self {
             count: AtomicU64::new(0),
-            captured: AtomicU64::new(NOT_CAPTURED),
             in_flight: AtomicBool::new(false),
-            floor: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
-            ceiling: [AtomicU64::new(0), AtomicU64::new(0)],
+            cold: RunBounds {
+                captured: AtomicU64::new(NOT_CAPTURED),
+                floor: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
+                ceiling: [AtomicU64::new(0), AtomicU64::new(0)],
+            },
         }
     }
 
@@ -119,11 +134,11 @@ impl RunHead {
     /// ceiling to `ahead()` (at least `key`) when `key` is above it. Before the publication.
     #[inline]
     pub fn widen(&self, key: [u64; 2], ahead: impl FnOnce() -> [u64; 2]) {
-        if key < load_key(&self.floor) {
-            store_key(&self.floor, key);
+        if key < load_key(&self.cold.floor) {
+            store_key(&self.cold.floor, key);
         }
-        if key > load_key(&self.ceiling) {
-            store_key(&self.ceiling, ahead().max(key));
+        if key > load_key(&self.cold.ceiling) {
+            store_key(&self.cold.ceiling, ahead().max(key));
         }
     }
 
@@ -165,12 +180,12 @@ impl RunHead {
     /// docs).
     #[inline]
     pub fn covers(&self, key: [u64; 2]) -> bool {
-        load_key(&self.floor) <= key && key <= load_key(&self.ceiling)
+        load_key(&self.cold.floor) <= key && key <= load_key(&self.cold.ceiling)
     }
 
     /// The run's key range (floor, ceiling); empty when the floor is above the ceiling.
     pub fn range(&self) -> ([u64; 2], [u64; 2]) {
-        (load_key(&self.floor), load_key(&self.ceiling))
+        (load_key(&self.cold.floor), load_key(&self.cold.ceiling))
     }
 
     /// Of the first `seen` entries (read after [`RunHead::published`] returned at least
@@ -190,7 +205,7 @@ impl RunHead {
     pub fn wait_captured(&self) -> u64 {
         let wait = SpinWait::new();
         loop {
-            let captured = self.captured.load(Ordering::Acquire);
+            let captured = self.cold.captured.load(Ordering::Acquire);
             if captured != NOT_CAPTURED {
                 return captured;
             }
@@ -200,7 +215,7 @@ impl RunHead {
 
     /// The captured count, if the run was captured.
     pub fn captured(&self) -> Option<u64> {
-        let captured = self.captured.load(Ordering::Acquire);
+        let captured = self.cold.captured.load(Ordering::Acquire);
         (captured != NOT_CAPTURED).then_some(captured)
     }
 
@@ -217,7 +232,7 @@ impl RunHead {
     /// Records `count` as the captured length (a run captured under its own lock: the late
     /// runs).
     pub fn set_captured(&self, count: u64) {
-        self.captured.store(count, Ordering::Release);
+        self.cold.captured.store(count, Ordering::Release);
     }
 
     /// Waits until no insert into the run is in flight (after [`RunHead::capture`]).
