@@ -89,13 +89,17 @@ fn tsensor_sets(fractions: &[f64]) -> Result<Vec<KeySetKind>, String> {
     fractions.iter().map(|&f| KeySetKind::tsensor(f)).collect()
 }
 
+/// An experiment's own sections of its report (heading, Markdown), and what of them its
+/// README block shows after the targets and the ratios.
+type Extra = (Vec<(String, String)>, String);
+
 /// Measures `cfg` and returns its suite report (ratios to `btree`) with `targets` (computed
 /// from the measured suite) first and `extra` sections (likewise) after the results.
 fn run_suite(
     ctx: &ExperimentContext<'_>,
     cfg: &RunConfig,
     targets: impl Fn(&Suite<'_>) -> Vec<Target>,
-    extra: impl Fn(&Suite<'_>) -> Vec<(String, String)>,
+    extra: impl Fn(&Suite<'_>) -> Extra,
 ) -> Result<Report, String> {
     cfg.validate()?;
     let rows = runner::measure(cfg);
@@ -109,8 +113,11 @@ fn run_suite(
         rows: &rows,
     };
     let table = targets_table_of("10 million keys", &targets(&suite));
+    let (sections, shown) = extra(&suite);
+    // The README block: the targets, the suite's ratios, then the experiment's own tables.
+    report.summary = format!("{table}\n{}\n{shown}", report.summary);
     report.sections.insert(0, ("Targets".to_string(), table));
-    report.sections.extend(extra(&suite));
+    report.sections.extend(sections);
     report.facts.push(format!(
         "tsensor: 8-byte keys, a 6-byte millisecond timestamp and a 2-byte sensor id, \
          loaded in arrival order; a delayed reading arrives 16 to 16,384 readings late; \
@@ -176,7 +183,7 @@ pub(super) fn ingest(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             ),
         ]
     };
-    let threads_table = |suite: &Suite<'_>| {
+    let threads_table = |suite: &Suite<'_>, labels: &[&str]| {
         let mut md = String::new();
         let w = &mut md;
         let _ = writeln!(
@@ -186,7 +193,7 @@ pub(super) fn ingest(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
         );
         let _ = writeln!(w, "| index | workload | 1 thread | 2 threads | scaling |");
         let _ = writeln!(w, "|---|---|---|---|---|");
-        for label in suite.labels {
+        for &label in labels {
             for &wl in &workloads {
                 let (one, two) = (
                     suite.median_at(label, keys, wl, 1),
@@ -202,9 +209,16 @@ pub(super) fn ingest(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                 );
             }
         }
-        vec![("Threads".to_string(), md)]
+        md
     };
-    let mut report = run_suite(ctx, &cfg, targets, threads_table)?;
+    let extra = |suite: &Suite<'_>| {
+        let all: Vec<&str> = suite.labels.iter().map(String::as_str).collect();
+        (
+            vec![("Threads".to_string(), threads_table(suite, &all))],
+            threads_table(suite, &[SBTREE, BTREE]),
+        )
+    };
+    let mut report = run_suite(ctx, &cfg, targets, extra)?;
     report.facts.push(
         "mixed: half of the keys loaded untimed, then as many operations as keys left: 50% \
          inserts of the next keys (taken in batches of 256 from one shared cursor), 30% scans \
@@ -241,7 +255,7 @@ pub(super) fn delayed(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             ),
         ]
     };
-    run_suite(ctx, &cfg, targets, |_| Vec::new())
+    run_suite(ctx, &cfg, targets, |_| (Vec::new(), String::new()))
 }
 
 /// `sbtree-latency`.
@@ -292,7 +306,7 @@ pub(super) fn latency(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                 let _ = writeln!(w, "| {wl} | `{label}` | {} |", cells.join(" | "));
             }
         }
-        vec![("Latency percentiles".to_string(), md)]
+        (vec![("Latency percentiles".to_string(), md.clone())], md)
     };
     run_suite(ctx, &cfg, targets, table)
 }
@@ -320,5 +334,5 @@ pub(super) fn memory(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             times,
         )]
     };
-    run_suite(ctx, &cfg, targets, |_| Vec::new())
+    run_suite(ctx, &cfg, targets, |_| (Vec::new(), String::new()))
 }
