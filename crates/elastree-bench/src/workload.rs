@@ -736,40 +736,37 @@ impl Group<'_> {
             Workload::Ycsb(y) => {
                 let stream = ycsb_stream(self.ycsb, y)
                     .ok_or_else(|| format!("no {y} stream was generated"))?;
-                // YCSB workloads come last in a pass and change the index, so each runs on a
-                // fresh load of its own; the pass's fully loaded copy is not needed any more.
-                self.loaded = None;
-                settle_deferred_frees();
-                let index = self.build()?;
-                let (index, _, _) = fill(
-                    index,
-                    self.keys,
-                    &ops.load[..stream.plan.loaded],
-                    threads,
-                    None,
-                )?;
+                let index = self.fresh_with(stream.plan.loaded)?;
                 ycsb(index.as_ref(), self.keys, stream, threads)?
             }
             Workload::Mixed => {
                 let stream = self
                     .mixed
                     .ok_or_else(|| "no mixed stream was generated".to_string())?;
-                self.loaded = None;
-                settle_deferred_frees();
-                let index = self.build()?;
-                let (index, _, _) = fill(
-                    index,
-                    self.keys,
-                    &ops.load[..stream.plan.loaded],
-                    threads,
-                    None,
-                )?;
+                let index = self.fresh_with(stream.plan.loaded)?;
                 mixed(index.as_ref(), self.keys, stream, threads)?
             }
         };
         self.latencies = latencies;
         self.dist = dist;
         Ok(secs)
+    }
+
+    /// A fresh index of this group's spec loaded (untimed) with the first `loaded` keys, for
+    /// the workloads that change the index (YCSB, `mixed`): they come last in a pass and each
+    /// runs on a load of its own, so the pass's fully loaded copy is dropped first.
+    fn fresh_with(&mut self, loaded: usize) -> Result<Box<dyn BenchIndex>, String> {
+        self.loaded = None;
+        settle_deferred_frees();
+        let index = self.build()?;
+        let (index, _, _) = fill(
+            index,
+            self.keys,
+            &self.ops.load[..loaded],
+            self.threads,
+            None,
+        )?;
+        Ok(index)
     }
 
     /// A fresh, empty index of this group's spec.

@@ -286,6 +286,10 @@ tiny_scale_tests! {
     repro_hybrid_ycsb_at_a_tiny_scale: "hybrid-ycsb",
     repro_hybrid_ratio_at_a_tiny_scale: "hybrid-ratio",
     repro_hybrid_latency_at_a_tiny_scale: "hybrid-latency",
+    repro_sbtree_ingest_at_a_tiny_scale: "sbtree-ingest",
+    repro_sbtree_delayed_at_a_tiny_scale: "sbtree-delayed",
+    repro_sbtree_latency_at_a_tiny_scale: "sbtree-latency",
+    repro_sbtree_memory_at_a_tiny_scale: "sbtree-memory",
     repro_dist_ycsb_at_a_tiny_scale: "dist-ycsb",
 }
 
