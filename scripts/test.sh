@@ -66,7 +66,7 @@ trap report EXIT
 trap 'exit 130' INT TERM
 
 # The memcheck run: the elastree library's unit tests (nodes, version lock, writer gate,
-# epochs) and its single-threaded model tests, at 5% of their native size. valgrind runs one
+# epochs) and its single-threaded model tests, at 2% of their native size (tiny nodes keep splits, merges and conversions frequent at that size). valgrind runs one
 # thread at a time; --fair-sched=yes hands the core over in turn when a thread yields, so a
 # waiter cannot take it straight back from the lock holder. The multi-threaded stress tests
 # run natively (several seeds, in the test step): under memcheck they only serialize.
@@ -80,7 +80,7 @@ memcheck() {
   local binary
   for binary in "${binaries[@]}"; do
     echo "--- valgrind ${binary#"$PWD"/}"
-    ELASTREE_TEST_SCALE=0.05 ELASTREE_TEST_TIME_FACTOR=2 \
+    ELASTREE_TEST_SCALE=0.02 ELASTREE_TEST_TIME_FACTOR=2 \
       valgrind --quiet --fair-sched=yes --error-exitcode=99 --leak-check=full \
       --show-leak-kinds=definite --errors-for-leak-kinds=definite \
       "$binary" --quiet || return
@@ -108,7 +108,7 @@ asan() {
 # a log that is printed once the tests are done.
 beside() {
   local status=0
-  step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck || status=1
+  step "  beside: valgrind memcheck (model tests, nodes, epochs; 2% scale)" memcheck || status=1
   step "  beside: loom model checks (version lock, writer gate, SB-tree seal)" loom || status=1
   step "  beside: AddressSanitizer (stress tests, 1 seed)" asan || status=1
   return "$status"
