@@ -16,7 +16,7 @@ use crossbeam_epoch::{self as epoch, Guard};
 
 use super::policy::LeafPolicy;
 use super::{Tree, Visit};
-use crate::node::batch::{with_thread_scratch, LeafBatch};
+use crate::node::batch::{with_thread_scratch, CopyFrom, LeafBatch};
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
 
@@ -122,13 +122,9 @@ impl<R: LeafPolicy> Tree<R> {
                 let end = end_at::<R>(leaf.node, config, upper, count);
                 let take = end.saturating_sub(start).min(limit - visited);
                 R::prefetch_keys(leaf.node, config, start, start + take);
-                R::copy_batch(
-                    leaf.node,
-                    config,
-                    (start, start + take),
-                    false,
-                    &mut state.batch,
-                );
+                state
+                    .batch
+                    .copy_from(leaf.node, config, (start, start + take), false);
                 let next = leaf.node.link();
                 if leaf.read.validate().is_err() {
                     continue 'restart;
@@ -220,7 +216,9 @@ impl<R: LeafPolicy> Tree<R> {
             let low = first_at::<R>(leaf.node, config, lower).min(stop);
             let begin = low.max(stop.saturating_sub(limit - visited));
             R::prefetch_keys(leaf.node, config, begin, stop);
-            R::copy_batch(leaf.node, config, (begin, stop), true, &mut state.batch);
+            state
+                .batch
+                .copy_from(leaf.node, config, (begin, stop), true);
             if leaf.read.validate().is_err() {
                 continue;
             }

@@ -36,6 +36,21 @@ pub trait LeafBatch: Default + Send + 'static {
     fn last_key(&self) -> Option<&Self::Key>;
 }
 
+/// How a batch copies entries of representation `R`'s leaves: [`SlotBatch`] serves every
+/// representation through its key and value accessors, a representation with a batch of its
+/// own (the optimized page) implements it for itself.
+pub trait CopyFrom<R: NodeRepr> {
+    /// Copies entries `from..to` of leaf `node` after what the batch holds (the last first
+    /// when `descending`). Read under an optimistic version: tolerant of torn contents.
+    fn copy_from(
+        &mut self,
+        node: &NodeHeader,
+        config: &R::Config,
+        range: (usize, usize),
+        descending: bool,
+    );
+}
+
 thread_local! {
     /// Each thread's scan scratch (batches and resume keys), one per type, kept from scan to
     /// scan so that a scan copies keys into buffers that already have room for them.
@@ -117,6 +132,19 @@ impl<K> SlotBatch<K> {
         } else {
             (from..to).for_each(&mut copy_one);
         }
+    }
+}
+
+impl<K, R: NodeRepr<Owned = K>> CopyFrom<R> for SlotBatch<K> {
+    #[inline]
+    fn copy_from(
+        &mut self,
+        node: &NodeHeader,
+        config: &R::Config,
+        range: (usize, usize),
+        descending: bool,
+    ) {
+        self.copy::<R>(node, config, range, descending);
     }
 }
 

@@ -257,17 +257,6 @@ unsafe impl<R: BlindKeys> NodeRepr for Mixed<R> {
     }
 
     #[inline]
-    fn copy_batch(
-        node: &NodeHeader,
-        config: &Self::Config,
-        range: (usize, usize),
-        descending: bool,
-        batch: &mut Self::Batch,
-    ) {
-        batch.copy::<Self>(node, config, range, descending);
-    }
-
-    #[inline]
     fn value_at(node: &NodeHeader, config: &MixedConfig<R>, i: usize) -> u64 {
         match form(node) {
             Form::Standard => R::value_at(node, &config.base, i),

@@ -43,7 +43,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering};
 
 use crate::sync::VersionLock;
-use batch::LeafBatch;
+use batch::{CopyFrom, LeafBatch};
 
 /// The header every node starts with.
 ///
@@ -189,8 +189,9 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     type Probe<'a>: Copy;
     /// An owned key: separators, scan positions, scan output.
     type Owned: Clone + Debug + Send + Sync + 'static;
-    /// What a scan copies a leaf's entries into before it validates the leaf.
-    type Batch: LeafBatch<Key = Self::Owned>;
+    /// What a scan copies a leaf's entries into before it validates the leaf
+    /// ([`CopyFrom::copy_from`]).
+    type Batch: LeafBatch<Key = Self::Owned> + CopyFrom<Self>;
 
     /// A short name for messages.
     const NAME: &'static str;
@@ -234,16 +235,6 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     fn key_into(node: &NodeHeader, config: &Self::Config, i: usize, out: &mut Self::Owned) {
         *out = Self::key_at(node, config, i);
     }
-
-    /// Copies entries `from..to` of leaf `node` into `batch`, after what it holds (the last
-    /// first when `descending`). Read under an optimistic version: tolerant of torn contents.
-    fn copy_batch(
-        node: &NodeHeader,
-        config: &Self::Config,
-        range: (usize, usize),
-        descending: bool,
-        batch: &mut Self::Batch,
-    );
 
     /// The value of entry `i`: a tid in a leaf, a child pointer in an inner node.
     fn value_at(node: &NodeHeader, config: &Self::Config, i: usize) -> u64;

@@ -414,17 +414,6 @@ unsafe impl NodeRepr for Slotted {
         Page::of(node, config).key_into(i, out)
     }
 
-    #[inline]
-    fn copy_batch(
-        node: &NodeHeader,
-        config: &Self::Config,
-        range: (usize, usize),
-        descending: bool,
-        batch: &mut Self::Batch,
-    ) {
-        batch.copy::<Self>(node, config, range, descending);
-    }
-
     fn value_at(node: &NodeHeader, config: &SlottedConfig, i: usize) -> u64 {
         let page = Page::of(node, config);
         page.load(page.slot(i) + 1)

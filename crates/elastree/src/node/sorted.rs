@@ -236,17 +236,6 @@ unsafe impl<K: FixedKey> NodeRepr for Sorted<K> {
     }
 
     #[inline]
-    fn copy_batch(
-        node: &NodeHeader,
-        config: &Self::Config,
-        range: (usize, usize),
-        descending: bool,
-        batch: &mut Self::Batch,
-    ) {
-        batch.copy::<Self>(node, config, range, descending);
-    }
-
-    #[inline]
     fn value_at(node: &NodeHeader, config: &SortedConfig, i: usize) -> u64 {
         let (entries, cap) = Self::entries(node, config);
         Self::value(entries, i.min(cap - 1)).load(Ordering::Relaxed)

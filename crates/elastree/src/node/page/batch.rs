@@ -3,14 +3,14 @@
 //! the same buffer (the prefix stays, the rest is overwritten), so a scan allocates nothing
 //! per key and copies the prefix once per leaf.
 
-use super::super::batch::LeafBatch;
+use super::super::batch::{CopyFrom, LeafBatch};
 use super::super::slotted::VarKey;
 use super::super::NodeHeader;
 use std::sync::atomic::Ordering;
 
 use super::encode::{MidSlot, MidWidth};
 use super::layout::{Mids, Page};
-use super::PageConfig;
+use super::{PageConfig, PageRepr};
 
 /// One copied entry: its mid-key, where its suffix is in [`PageBatch::suffixes`], its tid
 /// (non-unique trees) and its value.
@@ -38,10 +38,9 @@ pub struct PageBatch {
     key: VarKey,
 }
 
-impl PageBatch {
-    /// Copies entries `from..to` of leaf `node` (the last first when `descending`) into the
-    /// cleared batch (a batch holds one leaf's entries: they share its prefix).
-    pub(super) fn copy(
+/// A page batch holds one leaf's entries (they share its prefix): it is copied into cleared.
+impl CopyFrom<PageRepr> for PageBatch {
+    fn copy_from(
         &mut self,
         node: &NodeHeader,
         config: &PageConfig,

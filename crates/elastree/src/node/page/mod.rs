@@ -229,17 +229,6 @@ unsafe impl NodeRepr for PageRepr {
     }
 
     #[inline]
-    fn copy_batch(
-        node: &NodeHeader,
-        config: &PageConfig,
-        range: (usize, usize),
-        descending: bool,
-        batch: &mut batch::PageBatch,
-    ) {
-        batch.copy(node, config, range, descending);
-    }
-
-    #[inline]
     fn value_at(node: &NodeHeader, config: &PageConfig, i: usize) -> u64 {
         Page::of(node, config.form).value(i)
     }
