@@ -141,13 +141,15 @@ pub struct SbTreeIndex {
     maintainer: Option<JoinHandle<()>>,
 }
 
-/// The maintenance thread's loop: parked until woken, then one pass.
+/// The maintenance thread's loop: parked until woken, then the pending conversions and one
+/// maintenance pass.
 fn maintain_loop<K: SbKey>(tree: Arc<SbTree<K>>, stop: Arc<AtomicBool>) {
     loop {
         std::thread::park();
         if stop.load(Ordering::Acquire) {
             return;
         }
+        tree.convert_pending(0);
         let mut state = super::lock(&tree.maintenance);
         tree.maintain(&mut state);
     }
@@ -402,7 +404,10 @@ impl Index for SbTreeIndex {
     }
 
     fn quiesce(&self) -> Result<(), Error> {
-        with_tree!(self, tree => tree.maintain(&mut super::lock(&tree.maintenance)));
+        with_tree!(self, tree => {
+            tree.convert_pending(0);
+            tree.maintain(&mut super::lock(&tree.maintenance));
+        });
         Ok(())
     }
 

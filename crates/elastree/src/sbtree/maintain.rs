@@ -6,6 +6,8 @@
 //!   fence. Blocks that splits linked into the middle of the chain cannot be pushed (the
 //!   layer is packed): once they add up to a sixteenth of the indexed blocks, the layer is
 //!   rebuilt from the chain, bottom up, and swapped in.
+//! * **Conversions.** Sealers queue their sealed segments ([`SbTree::seal`]); the thread
+//!   converts them into data blocks, in sealing order, before each pass.
 //! * **Segments.** A converted segment is freed once every thread that had a run in it has
 //!   let go of it.
 //!

@@ -103,6 +103,13 @@ fn load_key(words: &[AtomicU64; 2]) -> [u64; 2] {
     ]
 }
 
+/// A two-word key as the one integer it is (high word first): compared in one step where
+/// an array comparison would loop over the words.
+#[inline(always)]
+fn int(key: [u64; 2]) -> u128 {
+    (u128::from(key[0]) << 64) | u128::from(key[1])
+}
+
 fn store_key(words: &[AtomicU64; 2], key: [u64; 2]) {
     words[0].store(key[0], Ordering::Relaxed);
     words[1].store(key[1], Ordering::Relaxed);
@@ -132,14 +139,22 @@ impl RunHead {
 
     /// Widens the run's key range to cover `key`: lowers the floor to it, or raises the
     /// ceiling to `ahead()` (at least `key`) when `key` is above it. Before the publication.
-    #[inline]
+    #[inline(always)]
     pub fn widen(&self, key: [u64; 2], ahead: impl FnOnce() -> [u64; 2]) {
-        if key < load_key(&self.cold.floor) {
+        let at = int(key);
+        if at < int(load_key(&self.cold.floor)) {
             store_key(&self.cold.floor, key);
         }
-        if key > load_key(&self.cold.ceiling) {
-            store_key(&self.cold.ceiling, ahead().max(key));
+        if at > int(load_key(&self.cold.ceiling)) {
+            self.raise_ceiling(key, ahead());
         }
+    }
+
+    /// Raises the ceiling to `ahead`, at least to `key` (once per many appends: out of line).
+    #[cold]
+    #[inline(never)]
+    fn raise_ceiling(&self, key: [u64; 2], ahead: [u64; 2]) {
+        store_key(&self.cold.ceiling, ahead.max(key));
     }
 
     /// Publishes the first `count` entries (a release store).
@@ -155,6 +170,13 @@ impl RunHead {
         if !segment.closed.load(Ordering::Relaxed) {
             return Settled::Open;
         }
+        self.settle_closed(slot)
+    }
+
+    /// [`RunHead::settle`] in a closed segment: whether the sealer took entry `slot`.
+    #[cold]
+    #[inline(never)]
+    fn settle_closed(&self, slot: u64) -> Settled {
         if slot < self.wait_captured() {
             Settled::Captured
         } else {
@@ -180,7 +202,8 @@ impl RunHead {
     /// docs).
     #[inline]
     pub fn covers(&self, key: [u64; 2]) -> bool {
-        load_key(&self.cold.floor) <= key && key <= load_key(&self.cold.ceiling)
+        let at = int(key);
+        int(load_key(&self.cold.floor)) <= at && at <= int(load_key(&self.cold.ceiling))
     }
 
     /// The run's key range (floor, ceiling); empty when the floor is above the ceiling.

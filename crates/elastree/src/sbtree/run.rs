@@ -211,6 +211,8 @@ impl<K: SbKey> Run<K> {
     }
 
     /// Owner: gives the append run its block `b`.
+    #[cold]
+    #[inline(never)]
     pub fn add_block(&self, b: usize, res: &Resources) {
         let block = res.blocks.alloc();
         res.run_blocks.add(res.blocks.block_bytes());

@@ -163,7 +163,7 @@ impl<K: SbKey> SbTree<K> {
         if c == run.capacity() || !run.has_block(run.block_of(c)) {
             return None;
         }
-        match self.append(segment, run, owner, key, tid) {
+        match self.append_in_place(segment, run, owner, key, tid) {
             Inserted::Done(result) => Some(result),
             Inserted::Full | Inserted::Dropped => None,
         }
@@ -222,6 +222,20 @@ impl<K: SbKey> SbTree<K> {
         if !run.has_block(block) {
             run.add_block(block, &self.res);
         }
+        self.append_in_place(segment, run, owner, key, tid)
+    }
+
+    /// [`SbTree::append`] when the run has room and the block for its next entry.
+    #[inline(always)]
+    fn append_in_place(
+        &self,
+        segment: &Segment<K>,
+        run: &Run<K>,
+        owner: &mut Owner<K>,
+        key: K,
+        tid: u64,
+    ) -> Inserted {
+        let c = owner.count;
         let pos = Pos::of(key, tid, self.geo.pairs);
         run.head.begin();
         run.write_entry(c as usize, key, tid);
@@ -302,14 +316,21 @@ impl<K: SbKey> SbTree<K> {
         }
         // The late run is captured under its lock, so the entry is in the segment; the peers'
         // check fences (if there are peers) to order its publication before their entries.
+        // Our publication precedes the load of the run count (the light side of a joiner's
+        // barrier: see `protocol.rs`).
+        crate::sync::asymmetric::light();
         let result = self.check_peers(segment, run, owner, Place::Late { slot: run.slot }, pos);
         run.head.end();
         Inserted::Done(result)
     }
 
-    /// After publishing the entry at `mine` (position `pos`): if the segment has other runs,
+    /// After publishing the entry at `mine` (position `pos`) and a light barrier (the
+    /// settle's, for an append: it orders the publication before the load of the run
+    /// count, the light side of a joiner's barrier, see `protocol.rs`): if the segment has
+    /// other runs,
     /// fences and looks for the same position in them, and if one has it live, resolves the
     /// pair (see [`SbTree::resolve`]). Returns the insert's result.
+    #[inline]
     fn check_peers(
         &self,
         segment: &Segment<K>,
@@ -318,13 +339,25 @@ impl<K: SbKey> SbTree<K> {
         mine: Place,
         pos: Pos<K>,
     ) -> Option<u64> {
-        // Our publication precedes the load of the run count (the light side of a joiner's
-        // barrier: see `protocol.rs`).
-        crate::sync::asymmetric::light();
         let used = segment.used();
         if used < 2 {
             return None;
         }
+        self.check_peers_among(segment, run, owner, mine, pos, used)
+    }
+
+    /// [`SbTree::check_peers`] when the segment has `used` run slots, at least two (out of
+    /// line: a thread alone in its segment never comes here).
+    #[inline(never)]
+    fn check_peers_among(
+        &self,
+        segment: &Segment<K>,
+        run: &Run<K>,
+        owner: &mut Owner<K>,
+        mine: Place,
+        pos: Pos<K>,
+        used: usize,
+    ) -> Option<u64> {
         // Peers: a full fence after our publication (the store-buffering pattern with theirs).
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
         let pairs = self.geo.pairs;

@@ -2,6 +2,7 @@
 //! index, and its point operations: where a position goes ([`SbTree::route`]), inserts,
 //! lookups and removes, the seal and the conversion.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
@@ -51,7 +52,15 @@ pub struct SbTree<K: SbKey> {
     pub lingering: Mutex<Vec<SegmentPtr<K>>>,
     /// The recent share of entries written below the frontier (see `adapt_late_level`).
     late_rate: Mutex<LateRate>,
+    /// Sealed segments waiting for their conversion, oldest first, each with the segment
+    /// sealed after it (see [`SbTree::seal`]).
+    pending: Mutex<VecDeque<(SegmentPtr<K>, SegmentPtr<K>)>>,
 }
+
+/// Sealed segments a sealer leaves to the maintenance thread before it converts the oldest
+/// itself: enough to keep inserting while the maintenance thread converts, few enough that
+/// readers and late inserts rarely meet an unconverted segment and memory stays bounded.
+const MAX_PENDING: usize = 2;
 
 /// Late slots a conversion leaves per expected late entry: a little more than expected, as
 /// the share varies from block to block.
@@ -96,6 +105,7 @@ impl<K: SbKey> SbTree<K> {
             counters: Counters::default(),
             lingering: Mutex::new(Vec::new()),
             late_rate: Mutex::new(LateRate::default()),
+            pending: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -128,8 +138,10 @@ impl<K: SbKey> SbTree<K> {
         }
     }
 
-    /// Waits until `segment` is converted (its entries are in the data layer).
-    fn wait_converted(segment: &Segment<K>) {
+    /// Waits until `segment` is converted (its entries are in the data layer), converting
+    /// pending segments meanwhile.
+    fn wait_converted(&self, segment: &Segment<K>) {
+        self.convert_pending(0);
         let wait = SpinWait::new();
         while !segment.converted.load(Ordering::Acquire) {
             wait.wait();
@@ -146,10 +158,19 @@ impl<K: SbKey> SbTree<K> {
 
     /// Unique index: inserts or replaces, returning the previous tid. Non-unique: adds the
     /// pair, returning `Some(tid)` if it was present.
+    #[inline]
     pub fn insert(&self, key: K, tid: u64) -> Option<u64> {
         if let Some(done) = self.append_fast(key, tid) {
             return done;
         }
+        self.insert_routed(key, tid)
+    }
+
+    /// An insert the shortcut did not take: routed by position to the frontier, a sealed
+    /// segment or the data layer. Kept out of line so that the shortcut's caller saves no
+    /// registers for it.
+    #[inline(never)]
+    fn insert_routed(&self, key: K, tid: u64) -> Option<u64> {
         let pairs = self.geo.pairs;
         let pos = Pos::of(key, tid, pairs);
         let guard = &epoch::pin();
@@ -161,7 +182,7 @@ impl<K: SbKey> SbTree<K> {
                         .data
                         .write(key, Write::Insert { tid, replace: true }, guard);
                 }
-                Route::Sealed(segment) => Self::wait_converted(segment),
+                Route::Sealed(segment) => self.wait_converted(segment),
                 Route::Active(segment) => {
                     if let Some(done) = self.insert_into(segment, key, tid, guard) {
                         return done;
@@ -248,7 +269,7 @@ impl<K: SbKey> SbTree<K> {
         loop {
             match self.route(pos, guard) {
                 Route::Data => return self.data.write(key, Write::Remove { tid: expect }, guard),
-                Route::Sealed(segment) => Self::wait_converted(segment),
+                Route::Sealed(segment) => self.wait_converted(segment),
                 Route::Active(segment) => {
                     let Some(_inside) = segment.gate.enter() else {
                         self.wait_replaced(segment);
@@ -268,7 +289,13 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// Seals the frontier `segment` (or waits for the thread that does): installs the next
-    /// frontier, converts the sealed segment into data blocks.
+    /// frontier and has the sealed segment converted into data blocks.
+    ///
+    /// With a maintenance thread, the conversion is queued for it and the sealer goes back
+    /// to inserting (on another core, the conversion then costs the inserting threads
+    /// nothing); the sealer converts the oldest queued segments itself while more than
+    /// [`MAX_PENDING`] wait. Without one (a tree used on its own, in tests), the sealer
+    /// converts.
     pub fn seal(&self, segment: &Segment<K>, guard: &Guard) {
         if !segment.try_start_seal() {
             self.wait_replaced(segment);
@@ -284,7 +311,37 @@ impl<K: SbKey> SbTree<K> {
         self.frontier
             .store(next as *const _ as *mut _, Ordering::Release);
         self.counters.seals.add(1);
-        self.convert(segment, next, guard);
+        if self.maintainer.get().is_none() {
+            self.convert(segment, next, guard);
+            return;
+        }
+        let queued = (
+            SegmentPtr(segment as *const _ as *mut _),
+            SegmentPtr(next as *const _ as *mut _),
+        );
+        super::lock(&self.pending).push_back(queued);
+        self.wake_maintainer();
+        self.convert_pending(MAX_PENDING);
+    }
+
+    /// Converts the oldest pending segments until at most `keep` wait.
+    pub fn convert_pending(&self, keep: usize) {
+        loop {
+            let (segment, next) = {
+                let mut pending = super::lock(&self.pending);
+                if pending.len() <= keep {
+                    return;
+                }
+                let (SegmentPtr(segment), SegmentPtr(next)) =
+                    pending.pop_front().expect("more than `keep` pending");
+                (segment, next)
+            };
+            let guard = &epoch::pin();
+            // SAFETY: a sealed segment is freed only after its conversion, and the segment
+            // sealed after it only after its own, later one; taken off the queue, this
+            // conversion is ours alone.
+            unsafe { self.convert(&*segment, &*next, guard) };
+        }
     }
 
     /// Moves the sealed `segment`'s entries to the data layer (after the segments sealed
@@ -337,6 +394,7 @@ impl<K: SbKey> SbTree<K> {
         if frontier.used() > 0 {
             self.seal(frontier, guard);
         }
+        self.convert_pending(0);
         let frontier = self.frontier(guard);
         let wait = SpinWait::new();
         while self.converted.load(Ordering::Acquire) + 1 < frontier.seq {
