@@ -165,6 +165,25 @@ impl<K: SbKey> Run<K> {
         self.dead[bit / 64].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
     }
 
+    /// Whether any of the dead bits `from..to` is set (a word at a time).
+    fn any_dead(&self, from: usize, to: usize) -> bool {
+        let mut bit = from;
+        while bit < to {
+            let (word, shift) = (bit / 64, bit % 64);
+            let span = (64 - shift).min(to - bit);
+            let mask = if span == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << span) - 1) << shift
+            };
+            if self.dead[word].load(Ordering::Relaxed) & mask != 0 {
+                return true;
+            }
+            bit += span;
+        }
+        false
+    }
+
     fn set_dead_bit(&self, bit: usize, dead: bool) {
         let word = &self.dead[bit / 64];
         let mask = 1 << (bit % 64);
@@ -296,12 +315,27 @@ impl<K: SbKey> Run<K> {
                 .store(res.blocks.alloc().as_ptr(), Ordering::Release);
         }
         let base = self.capacity();
-        for i in (j..n).rev() {
-            let (k, t) = self.late_entry(i);
-            store_entry(self.late_slot(i + 1), k, t);
-            self.set_dead_bit(base + i + 1, self.dead_bit(base + i));
+        let w = entry_words::<K>();
+        // SAFETY: the late block exists (allocated above or earlier) and holds `per_block`
+        // entries of `w` words; it stays allocated while the run is.
+        let words = unsafe {
+            std::slice::from_raw_parts(
+                self.late.load(Ordering::Relaxed).cast::<AtomicU64>(),
+                self.per_block * w,
+            )
+        };
+        // Entries `j..n` move up one place, word by word from the top (`n < per_block`).
+        let moving = &words[j * w..(n + 1) * w];
+        for x in (0..moving.len() - w).rev() {
+            moving[x + w].store(moving[x].load(Ordering::Relaxed), Ordering::Relaxed);
         }
-        store_entry(self.late_slot(j), key, tid);
+        // Their dead bits too, where any is set (rarely: deletes of late entries).
+        if self.any_dead(base + j, base + n) {
+            for i in (j..n).rev() {
+                self.set_dead_bit(base + i + 1, self.dead_bit(base + i));
+            }
+        }
+        store_entry(&words[j * w..(j + 1) * w], key, tid);
         self.set_dead_bit(base + j, false);
         self.late_head.publish(n as u64 + 1);
         true
@@ -384,6 +418,27 @@ impl<K: SbKey> Run<K> {
                 unsafe { res.blocks.free(b) };
                 res.run_blocks.sub(res.blocks.block_bytes());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `any_dead` sees exactly the bits of its range, within a word and across words.
+    #[test]
+    fn any_dead_checks_exactly_its_range() {
+        let run = Run::<u64>::new(0, 3, 64, 1);
+        assert!(!run.any_dead(0, 256));
+        for bit in [0, 63, 64, 130, 255] {
+            run.set_dead_bit(bit, true);
+            assert!(run.any_dead(bit, bit + 1), "bit {bit} alone");
+            assert!(run.any_dead(0, 256), "bit {bit} in everything");
+            assert!(!run.any_dead(0, bit), "bits below {bit}");
+            assert!(!run.any_dead(bit + 1, 256), "bits above {bit}");
+            assert!(!run.any_dead(bit, bit), "an empty range at {bit}");
+            run.set_dead_bit(bit, false);
         }
     }
 }
