@@ -141,17 +141,23 @@ pub struct SbTreeIndex {
     maintainer: Option<JoinHandle<()>>,
 }
 
-/// The maintenance thread's loop: parked until woken, then the pending conversions and one
-/// maintenance pass.
+/// The maintenance thread's loop: parked until woken, then a maintenance pass after each
+/// pending conversion (while sealers keep it converting, the search layer still grows and
+/// converted segments are still freed), or one pass when none is pending.
 fn maintain_loop<K: SbKey>(tree: Arc<SbTree<K>>, stop: Arc<AtomicBool>) {
     loop {
         std::thread::park();
-        if stop.load(Ordering::Acquire) {
-            return;
+        loop {
+            if stop.load(Ordering::Acquire) {
+                return;
+            }
+            let converted = tree.convert_oldest(0);
+            tree.maintain(&mut super::lock(&tree.maintenance));
+            tree.collect_garbage();
+            if !converted {
+                break;
+            }
         }
-        tree.convert_pending(0);
-        let mut state = super::lock(&tree.maintenance);
-        tree.maintain(&mut state);
     }
 }
 
@@ -407,6 +413,7 @@ impl Index for SbTreeIndex {
         with_tree!(self, tree => {
             tree.convert_pending(0);
             tree.maintain(&mut super::lock(&tree.maintenance));
+            tree.collect_garbage();
         });
         Ok(())
     }

@@ -29,6 +29,10 @@ use super::tree::{SbTree, SegmentPtr};
 /// there) is cheap next to that.
 const MIN_UNINDEXED: usize = 8;
 
+/// Pin-flush rounds of [`SbTree::collect_garbage`]: enough for the epoch to pass the two
+/// steps a deferred free waits for, and one more.
+const COLLECT_ROUNDS: usize = 3;
+
 /// The smallest search layer built.
 const MIN_CAPACITY: usize = 64;
 
@@ -126,6 +130,20 @@ impl<K: SbKey> SbTree<K> {
         self.data.replace_search_layer(layer, guard);
         self.data.unindexed.fetch_sub(pending, Ordering::Relaxed);
         state.rebuilds += 1;
+    }
+
+    /// Drives the epoch collector after a pass: pins, hands this thread's deferred frees to
+    /// the collector and collects, a few times over (each time may advance the epoch by one;
+    /// a free deferred in an epoch runs two epochs later).
+    ///
+    /// The collector otherwise runs every 128 pins of a thread, and the SB-tree pins rarely
+    /// (the shortcut never does): freed segments, whose run blocks are most of the memory a
+    /// load recycles, would wait long enough for a load to cut a third more blocks than it
+    /// keeps.
+    pub fn collect_garbage(&self) {
+        for _ in 0..COLLECT_ROUNDS {
+            epoch::pin().flush();
+        }
     }
 
     /// Frees the converted segments no thread holds a run of any more.

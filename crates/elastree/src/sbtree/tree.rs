@@ -138,12 +138,13 @@ impl<K: SbKey> SbTree<K> {
         }
     }
 
-    /// Waits until `segment` is converted (its entries are in the data layer), converting
-    /// pending segments meanwhile.
-    fn wait_converted(&self, segment: &Segment<K>) {
+    /// Waits until the segment numbered `seq` is converted (its entries are in the data
+    /// layer), converting pending segments meanwhile. Called unpinned: a thread that waits
+    /// pinned holds back the epoch, and with it the freeing of every converted segment.
+    fn await_conversion(&self, seq: u64) {
         self.convert_pending(0);
         let wait = SpinWait::new();
-        while !segment.converted.load(Ordering::Acquire) {
+        while self.converted.load(Ordering::Acquire) < seq {
             wait.wait();
         }
     }
@@ -173,33 +174,31 @@ impl<K: SbKey> SbTree<K> {
     fn insert_routed(&self, key: K, tid: u64) -> Option<u64> {
         let pairs = self.geo.pairs;
         let pos = Pos::of(key, tid, pairs);
-        let guard = &epoch::pin();
         loop {
-            match self.route(pos, guard) {
+            // Sealed segments beyond the few left to the maintenance thread are converted
+            // here, unpinned (see `await_conversion`).
+            self.convert_pending(MAX_PENDING);
+            let guard = epoch::pin();
+            let sealed = match self.route(pos, &guard) {
                 Route::Data => {
                     self.counters.delayed.add(1);
                     return self
                         .data
-                        .write(key, Write::Insert { tid, replace: true }, guard);
+                        .write(key, Write::Insert { tid, replace: true }, &guard);
                 }
-                Route::Sealed(segment) => self.wait_converted(segment),
-                Route::Active(segment) => {
-                    if let Some(done) = self.insert_into(segment, key, tid, guard) {
-                        return done;
-                    }
-                }
-            }
+                Route::Sealed(segment) => segment.seq,
+                Route::Active(segment) => match self.insert_into(segment, key, tid) {
+                    Some(done) => return done,
+                    None => continue,
+                },
+            };
+            drop(guard);
+            self.await_conversion(sealed);
         }
     }
 
     /// The slow path of an insert into the frontier `segment`: `None` to route again.
-    fn insert_into(
-        &self,
-        segment: &Segment<K>,
-        key: K,
-        tid: u64,
-        guard: &Guard,
-    ) -> Option<Option<u64>> {
+    fn insert_into(&self, segment: &Segment<K>, key: K, tid: u64) -> Option<Option<u64>> {
         let pairs = self.geo.pairs;
         let pos = Pos::of(key, tid, pairs);
         if segment.head.is_closed() {
@@ -220,7 +219,7 @@ impl<K: SbKey> SbTree<K> {
         let Some(run) = self.run_in(segment) else {
             if !segment.head.is_closed() {
                 // Every run slot is taken.
-                self.seal(segment, guard);
+                self.seal(segment);
             } else {
                 self.wait_replaced(segment);
             }
@@ -237,7 +236,7 @@ impl<K: SbKey> SbTree<K> {
         match inserted {
             Inserted::Done(result) => Some(result),
             Inserted::Full => {
-                self.seal(segment, guard);
+                self.seal(segment);
                 None
             }
             Inserted::Dropped => {
@@ -265,11 +264,11 @@ impl<K: SbKey> SbTree<K> {
     pub fn remove(&self, key: K, expect: Option<u64>) -> Option<u64> {
         let pairs = self.geo.pairs;
         let pos = Pos::of(key, expect.unwrap_or(0), pairs);
-        let guard = &epoch::pin();
         loop {
-            match self.route(pos, guard) {
-                Route::Data => return self.data.write(key, Write::Remove { tid: expect }, guard),
-                Route::Sealed(segment) => self.wait_converted(segment),
+            let guard = epoch::pin();
+            let sealed = match self.route(pos, &guard) {
+                Route::Data => return self.data.write(key, Write::Remove { tid: expect }, &guard),
+                Route::Sealed(segment) => segment.seq,
                 Route::Active(segment) => {
                     let Some(_inside) = segment.gate.enter() else {
                         self.wait_replaced(segment);
@@ -283,8 +282,11 @@ impl<K: SbKey> SbTree<K> {
                     if let Some(removed) = segment.modify(place, pos, pairs, expect, None) {
                         return Some(removed);
                     }
+                    continue;
                 }
-            }
+            };
+            drop(guard);
+            self.await_conversion(sealed);
         }
     }
 
@@ -293,10 +295,10 @@ impl<K: SbKey> SbTree<K> {
     ///
     /// With a maintenance thread, the conversion is queued for it and the sealer goes back
     /// to inserting (on another core, the conversion then costs the inserting threads
-    /// nothing); the sealer converts the oldest queued segments itself while more than
-    /// [`MAX_PENDING`] wait. Without one (a tree used on its own, in tests), the sealer
-    /// converts.
-    pub fn seal(&self, segment: &Segment<K>, guard: &Guard) {
+    /// nothing); inserts that leave the shortcut convert the oldest queued segments
+    /// themselves while more than [`MAX_PENDING`] wait. Without one (a tree used on its
+    /// own, in tests), the sealer converts.
+    pub fn seal(&self, segment: &Segment<K>) {
         if !segment.try_start_seal() {
             self.wait_replaced(segment);
             return;
@@ -312,7 +314,7 @@ impl<K: SbKey> SbTree<K> {
             .store(next as *const _ as *mut _, Ordering::Release);
         self.counters.seals.add(1);
         if self.maintainer.get().is_none() {
-            self.convert(segment, next, guard);
+            self.convert(segment, next);
             return;
         }
         let queued = (
@@ -321,39 +323,44 @@ impl<K: SbKey> SbTree<K> {
         );
         super::lock(&self.pending).push_back(queued);
         self.wake_maintainer();
-        self.convert_pending(MAX_PENDING);
     }
 
     /// Converts the oldest pending segments until at most `keep` wait.
     pub fn convert_pending(&self, keep: usize) {
-        loop {
-            let (segment, next) = {
-                let mut pending = super::lock(&self.pending);
-                if pending.len() <= keep {
-                    return;
-                }
-                let (SegmentPtr(segment), SegmentPtr(next)) =
-                    pending.pop_front().expect("more than `keep` pending");
-                (segment, next)
-            };
-            let guard = &epoch::pin();
-            // SAFETY: a sealed segment is freed only after its conversion, and the segment
-            // sealed after it only after its own, later one; taken off the queue, this
-            // conversion is ours alone.
-            unsafe { self.convert(&*segment, &*next, guard) };
-        }
+        while self.convert_oldest(keep) {}
+    }
+
+    /// Converts the oldest pending segment if more than `keep` wait; whether it did.
+    pub fn convert_oldest(&self, keep: usize) -> bool {
+        let (segment, next) = {
+            let mut pending = super::lock(&self.pending);
+            if pending.len() <= keep {
+                return false;
+            }
+            let (SegmentPtr(segment), SegmentPtr(next)) =
+                pending.pop_front().expect("more than `keep` pending");
+            (segment, next)
+        };
+        // SAFETY: a sealed segment is freed only after its conversion, and the segment
+        // sealed after it only after its own, later one; taken off the queue, this
+        // conversion is ours alone.
+        unsafe { self.convert(&*segment, &*next) };
+        true
     }
 
     /// Moves the sealed `segment`'s entries to the data layer (after the segments sealed
     /// before it) and unlinks it from `next`, the segment sealed after it.
-    fn convert(&self, segment: &Segment<K>, next: &Segment<K>, guard: &Guard) {
+    ///
+    /// It waits for the earlier conversions before it pins: a caller that is not pinned
+    /// does not hold back the epoch while it waits.
+    fn convert(&self, segment: &Segment<K>, next: &Segment<K>) {
         let entries = segment.captured_entries(self.geo.pairs);
         let wait = SpinWait::new();
         while self.converted.load(Ordering::Acquire) + 1 != segment.seq {
             wait.wait();
         }
         self.adapt_late_level(entries.len());
-        self.data.append(&entries, guard);
+        self.data.append(&entries, &epoch::pin());
         self.counters.converted.add(entries.len() as isize);
         segment.converted.store(true, Ordering::Release);
         self.converted.store(segment.seq, Ordering::Release);
@@ -389,12 +396,15 @@ impl<K: SbKey> SbTree<K> {
     /// Seals the frontier if it holds anything, so every entry is in the data layer (waits
     /// for the conversions to finish).
     pub fn flush(&self) {
-        let guard = &epoch::pin();
-        let frontier = self.frontier(guard);
-        if frontier.used() > 0 {
-            self.seal(frontier, guard);
+        {
+            let guard = &epoch::pin();
+            let frontier = self.frontier(guard);
+            if frontier.used() > 0 {
+                self.seal(frontier);
+            }
         }
         self.convert_pending(0);
+        let guard = &epoch::pin();
         let frontier = self.frontier(guard);
         let wait = SpinWait::new();
         while self.converted.load(Ordering::Acquire) + 1 < frontier.seq {
