@@ -152,7 +152,9 @@ fn maintain_loop<K: SbKey>(tree: Arc<SbTree<K>>, stop: Arc<AtomicBool>) {
                 return;
             }
             let converted = tree.convert_oldest(0);
-            tree.maintain(&mut super::lock(&tree.maintenance));
+            if !converted {
+                tree.maintain(&mut super::lock(&tree.maintenance));
+            }
             tree.collect_garbage();
             if !converted {
                 break;

@@ -35,6 +35,11 @@ use crate::sync::WriterGate;
 /// append, so the bound also bounds the work of an append.
 pub const MAX_RUNS: usize = 64;
 
+/// `(slot, length)` of each stored run's committed append entries
+/// ([`Segment::committed_lengths`]): inline for the usual few runs, no allocation per
+/// operation.
+pub type Lengths = smallvec::SmallVec<[(usize, usize); 4]>;
+
 /// A live entry found in a segment.
 #[derive(Debug, Clone, Copy)]
 pub enum Place {
@@ -220,24 +225,21 @@ impl<K: SbKey> Segment<K> {
 
     /// The published lengths of the runs' append parts, clamped to what is in the segment
     /// for good (one fence for all: see [`super::protocol::RunHead::committed`]).
-    pub fn committed_lengths(&self) -> Vec<(usize, usize)> {
-        let used = self.used();
-        let mut seen = Vec::with_capacity(used);
-        for slot in 0..used {
+    pub fn committed_lengths(&self) -> Lengths {
+        let mut lengths = Lengths::new();
+        for slot in 0..self.used() {
             if let Some(run) = self.run(slot) {
-                seen.push((slot, run.head.published()));
+                lengths.push((slot, run.head.published() as usize));
             }
         }
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        if !self.head.is_closed() {
-            return seen.into_iter().map(|(s, n)| (s, n as usize)).collect();
+        if self.head.is_closed() {
+            for (slot, n) in lengths.iter_mut() {
+                let run = self.run(*slot).expect("a stored run");
+                *n = (*n).min(run.head.wait_captured() as usize);
+            }
         }
-        seen.into_iter()
-            .map(|(slot, n)| {
-                let run = self.run(slot).expect("a stored run");
-                (slot, n.min(run.head.wait_captured()) as usize)
-            })
-            .collect()
+        lengths
     }
 
     /// The live entry at `pos` among the committed entries (`lengths` from

@@ -330,7 +330,8 @@ impl<K: SbKey> SbTree<K> {
         while self.convert_oldest(keep) {}
     }
 
-    /// Converts the oldest pending segment if more than `keep` wait; whether it did.
+    /// Converts the oldest pending segment if more than `keep` wait, then runs a
+    /// maintenance pass if no one else is; whether it converted.
     pub fn convert_oldest(&self, keep: usize) -> bool {
         let (segment, next) = {
             let mut pending = super::lock(&self.pending);
@@ -345,6 +346,11 @@ impl<K: SbKey> SbTree<K> {
         // sealed after it only after its own, later one; taken off the queue, this
         // conversion is ours alone.
         unsafe { self.convert(&*segment, &*next) };
+        // Index the new blocks now, unless someone else is at it: delayed keys land in
+        // the newest blocks and, unindexed, reach them by walking the chain.
+        if let Ok(mut state) = self.maintenance.try_lock() {
+            self.maintain(&mut state);
+        }
         true
     }
 
