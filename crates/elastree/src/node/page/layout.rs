@@ -105,6 +105,18 @@ impl Form {
         }
     }
 
+    /// `cap` (at most [`MAX_CAP`]) if a page of `bytes` bytes has room for it, else
+    /// `max_cap` (a torn shape word can claim any capacity): no division unless it clamps.
+    #[inline]
+    pub fn clamp_cap(self, cap: usize, bytes: usize) -> usize {
+        debug_assert!(cap <= MAX_CAP);
+        if FIXED_BYTES + cap * self.slot_bytes() <= bytes {
+            cap
+        } else {
+            self.max_cap(bytes)
+        }
+    }
+
     /// Bin bytes of a page of `bytes` bytes with capacity `cap` (at most `max_cap`).
     #[inline]
     pub const fn bin_bytes(self, bytes: usize, cap: usize) -> usize {
@@ -207,7 +219,7 @@ impl<'n> Page<'n> {
         let word = shape_word(node).load(Ordering::Relaxed);
         let bytes = (word >> 32) as usize;
         debug_assert!(bytes >= FIXED_BYTES, "a page without a shape");
-        let cap = (word as u16 as usize).min(form.max_cap(bytes));
+        let cap = form.clamp_cap(word as u16 as usize, bytes);
         let tid_slots = if form.with_tid { cap } else { 0 };
         let bin_len = form.bin_bytes(bytes, cap);
         let base = node as *const NodeHeader as *const u8;
