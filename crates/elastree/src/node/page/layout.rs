@@ -105,6 +105,18 @@ impl Form {
         }
     }
 
+    /// `cap` (at most [`MAX_CAP`]) if a page of `bytes` bytes has room for it, else
+    /// `max_cap` (a torn shape word can claim any capacity): no division unless it clamps.
+    #[inline]
+    pub fn clamp_cap(self, cap: usize, bytes: usize) -> usize {
+        debug_assert!(cap <= MAX_CAP);
+        if FIXED_BYTES + cap * self.slot_bytes() <= bytes {
+            cap
+        } else {
+            self.max_cap(bytes)
+        }
+    }
+
     /// Bin bytes of a page of `bytes` bytes with capacity `cap` (at most `max_cap`).
     #[inline]
     pub const fn bin_bytes(self, bytes: usize, cap: usize) -> usize {
@@ -207,7 +219,7 @@ impl<'n> Page<'n> {
         let word = shape_word(node).load(Ordering::Relaxed);
         let bytes = (word >> 32) as usize;
         debug_assert!(bytes >= FIXED_BYTES, "a page without a shape");
-        let cap = (word as u16 as usize).min(form.max_cap(bytes));
+        let cap = form.clamp_cap(word as u16 as usize, bytes);
         let tid_slots = if form.with_tid { cap } else { 0 };
         let bin_len = form.bin_bytes(bytes, cap);
         let base = node as *const NodeHeader as *const u8;
@@ -396,35 +408,117 @@ impl<'n> Page<'n> {
 
 /// An atomic vector element that shifts can move.
 pub(super) trait Slot {
-    fn copy_from(&self, other: &Self);
+    /// The element's value type.
+    type Word: Copy;
+    fn get(&self) -> Self::Word;
+    fn set(&self, word: Self::Word);
 }
 
 impl Slot for AtomicU32 {
+    type Word = u32;
     #[inline(always)]
-    fn copy_from(&self, other: &Self) {
-        self.store(other.load(Ordering::Relaxed), Ordering::Relaxed);
+    fn get(&self) -> u32 {
+        self.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn set(&self, word: u32) {
+        self.store(word, Ordering::Relaxed)
     }
 }
 
 impl Slot for AtomicU64 {
+    type Word = u64;
     #[inline(always)]
-    fn copy_from(&self, other: &Self) {
-        self.store(other.load(Ordering::Relaxed), Ordering::Relaxed);
+    fn get(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn set(&self, word: u64) {
+        self.store(word, Ordering::Relaxed)
     }
 }
 
-/// Moves `slots[..len - 1]` one place right, last first.
+/// Elements a shift moves per step: it loads them all, then stores them all, so a step
+/// costs its loads, its stores and one loop test (elements stay atomics: a reader racing
+/// the shift sees torn contents that its version check rejects).
+const STEP: usize = 4;
+
+/// Copies `src` to `dst` (slices of the same length), loading before storing.
+#[inline(always)]
+fn copy_step<T: Slot>(src: &[T], dst: &[T]) {
+    let words: [T::Word; STEP] = std::array::from_fn(|k| src[k].get());
+    for (slot, word) in dst.iter().zip(words) {
+        slot.set(word);
+    }
+}
+
+/// Moves `slots[..len - 1]` one place right.
 #[inline]
 fn shift_right<T: Slot>(slots: &[T]) {
-    for j in (1..slots.len()).rev() {
-        slots[j].copy_from(&slots[j - 1]);
+    let Some(moved) = slots.len().checked_sub(1) else {
+        return;
+    };
+    let (src, dst) = (&slots[..moved], &slots[1..]);
+    // From the end, a step at a time: each step reads its elements before it overwrites
+    // the last element the step before it read.
+    let (mut src_steps, mut dst_steps) = (src.rchunks_exact(STEP), dst.rchunks_exact(STEP));
+    for (s, d) in src_steps.by_ref().zip(dst_steps.by_ref()) {
+        copy_step(s, d);
+    }
+    for (s, d) in src_steps
+        .remainder()
+        .iter()
+        .zip(dst_steps.remainder())
+        .rev()
+    {
+        d.set(s.get());
     }
 }
 
-/// Moves `slots[1..]` one place left, first first.
+/// Moves `slots[1..]` one place left, a step at a time from the start.
 #[inline]
 fn shift_left<T: Slot>(slots: &[T]) {
-    for j in 1..slots.len() {
-        slots[j - 1].copy_from(&slots[j]);
+    let Some(moved) = slots.len().checked_sub(1) else {
+        return;
+    };
+    let (src, dst) = (&slots[1..], &slots[..moved]);
+    let (mut src_steps, mut dst_steps) = (src.chunks_exact(STEP), dst.chunks_exact(STEP));
+    for (s, d) in src_steps.by_ref().zip(dst_steps.by_ref()) {
+        copy_step(s, d);
+    }
+    for (s, d) in src_steps.remainder().iter().zip(dst_steps.remainder()) {
+        d.set(s.get());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(slots: &[AtomicU64]) -> Vec<u64> {
+        slots.iter().map(Slot::get).collect()
+    }
+
+    #[test]
+    fn shifts_move_every_element_once() {
+        for len in 0..=13u64 {
+            let slots: Vec<AtomicU64> = (0..len).map(AtomicU64::new).collect();
+            shift_right(&slots);
+            let expected: Vec<u64> = (0..len).map(|j| j.saturating_sub(1)).collect();
+            assert_eq!(words(&slots), expected, "right, {len} elements");
+
+            let slots: Vec<AtomicU64> = (0..len).map(AtomicU64::new).collect();
+            shift_left(&slots);
+            let expected: Vec<u64> = (0..len).map(|j| (j + 1).min(len - 1)).collect();
+            assert_eq!(words(&slots), expected, "left, {len} elements");
+
+            let narrow: Vec<AtomicU32> = (0..len as u32).map(AtomicU32::new).collect();
+            shift_right(&narrow);
+            let got: Vec<u64> = narrow.iter().map(|s| u64::from(s.get())).collect();
+            assert_eq!(
+                got,
+                (0..len).map(|j| j.saturating_sub(1)).collect::<Vec<_>>()
+            );
+        }
     }
 }

@@ -204,11 +204,12 @@ impl Page<'_> {
     pub fn rest_into(&self, i: usize, out: &mut Vec<u8>) {
         let mid = self.mid(i);
         let (offset, len) = self.suffix_at(i);
-        out.reserve(8 + len);
         let width = self.form.mid;
-        for &b in &width.mid_bytes(mid)[..width.held(mid)] {
-            out.push(b);
-        }
+        // All 8 bytes (a copy of a fixed length), then the ones the mid-key does not hold
+        // dropped.
+        let end = out.len() + width.held(mid);
+        out.extend_from_slice(&width.mid_bytes(mid));
+        out.truncate(end);
         self.bin.extend_into(offset, len, out);
     }
 

@@ -27,28 +27,51 @@ pub(super) fn choose_split(content: &Content, leaf: bool, short_splits: bool) ->
         return n / 2;
     }
     let key = |i: usize| content.key(i);
-    let (first, last) = (key(0), key(n - 1));
     let (lo, hi) = ((n / 3).max(1), (2 * n).div_ceil(3).min(n - 1));
-    let score = |at: usize| -> (i64, i64) {
-        // An inner split moves entry `at` up: it is in neither half.
-        let right = if leaf { at } else { at + 1 };
-        let left_saved = at * common_prefix(first, key(at - 1));
-        let right_saved = match n - right {
-            0 => 0,
-            count => count * common_prefix(key(right), last),
-        };
+    // The keys are sorted, so two keys share the least prefix any two neighbours between
+    // them share: the neighbours' shares around the candidates give every share a score
+    // needs, each computed once. `adjacent[j]`: what keys `lo - 1 + j` and `lo + j` share.
+    let adjacent: Vec<usize> = (lo - 1..hi.min(n - 2) + 1)
+        .map(|i| common_prefix(key(i), key(i + 1)))
+        .collect();
+    let adj = |i: usize| adjacent[i - (lo - 1)];
+    // An inner split moves entry `at` up: it is in neither half.
+    let right_of = |at: usize| if leaf { at } else { at + 1 };
+    // `right_shared[at - lo]`: what the right half's first key shares with the last key.
+    let mut right_shared = vec![0; hi - lo + 1];
+    let mut shared = None;
+    for at in (lo..=hi).rev() {
+        let right = right_of(at);
+        if right < n {
+            let share = shared.map_or_else(
+                || common_prefix(key(right), key(n - 1)),
+                |s: usize| s.min(adj(right)),
+            );
+            right_shared[at - lo] = share;
+            shared = Some(share);
+        }
+    }
+    // What the first key shares with the left half's last key (`at - 1`).
+    let mut left_shared = common_prefix(key(0), key(lo - 1));
+    let mut best = (lo, (i64::MIN, i64::MIN));
+    for at in lo..=hi {
+        if at > lo {
+            left_shared = left_shared.min(adj(at - 2));
+        }
+        let saved = at * left_shared + (n - right_of(at)) * right_shared[at - lo];
         let term = if leaf {
-            (common_prefix(key(at - 1), key(at)) + 1).min(key(at).len())
+            (adj(at - 1) + 1).min(key(at).len())
         } else {
             key(at).len()
         };
         let off_middle = (at as i64 - (n / 2) as i64).abs();
-        (
-            (left_saved + right_saved) as i64 - SEPARATOR_WEIGHT * term as i64,
-            -off_middle,
-        )
-    };
-    (lo..=hi).max_by_key(|&at| score(at)).unwrap_or(n / 2)
+        let score = (saved as i64 - SEPARATOR_WEIGHT * term as i64, -off_middle);
+        // Of equal scores the last wins.
+        if score >= best.1 {
+            best = (at, score);
+        }
+    }
+    best.0
 }
 
 /// With short splits, the shortest `s` with `left < s <= right`: the right key's bytes up to
@@ -253,63 +276,84 @@ pub(super) fn replacement(
         content.load(&page, 0, count);
         content.load_fences(&page);
         let fences = (content.low.take(), content.high.take());
-        let at = fitting_split(content, true, config, &fences);
-        let separator = separator_of(content, at, true, config);
+        let SplitPlan {
+            at,
+            separator,
+            needs,
+        } = plan_split(content, true, config, &fences);
         let left_fences = (fences.0, Some(separator.clone()));
         let right_fences = (Some(separator.clone()), fences.1);
-        let left_bytes = new_bytes(config, 0, content, 0..at, &left_fences, false);
-        let right_bytes = new_bytes(config, 0, content, at..count, &right_fences, false);
+        let left_bytes = grown_bytes(needs[0], max);
+        let right_bytes = grown_bytes(needs[1], max);
         let (first, a) = build_page(config, 0, left_bytes, content, 0..at, left_fences);
         let (second, b) = build_page(config, 0, right_bytes, content, at..count, right_fences);
         (first, Some((separator, second)), a + b)
     })
 }
 
-/// The split point of `node` (see [`fitting_split`]). Write lock held.
+/// The split point of `node` (see [`plan_split`]). Write lock held.
 pub(super) fn split_point(node: &NodeHeader, config: &PageConfig) -> usize {
     with_content(|content| {
         let page = Page::of(node, config.form);
-        content.load(&page, 0, page.count());
+        let count = page.count();
+        if count < 2 {
+            return count / 2;
+        }
+        content.load(&page, 0, count);
         let fences = (page.fence(true), page.fence(false));
-        fitting_split(content, node.is_leaf(), config, &fences)
+        plan_split(content, node.is_leaf(), config, &fences).at
     })
+}
+
+/// A split point, the separator it posts and the bytes each half needs.
+struct SplitPlan {
+    at: usize,
+    separator: VarKey,
+    /// Bytes the left and the right half need, each with its fences.
+    needs: [usize; 2],
 }
 
 /// [`choose_split`]'s point if both halves, each with its fences (the page's `fences` and
 /// the separator), fit in the largest page; else the point nearest to it at which they do.
 /// (Halves normally fit easily; a separator as long as the longest key, posted by a split
-/// that does not shorten separators, can tip one over.)
-fn fitting_split(
+/// that does not shorten separators, can tip one over.) At least two entries.
+fn plan_split(
     content: &mut Content,
     leaf: bool,
     config: &PageConfig,
     fences: &(Option<VarKey>, Option<VarKey>),
-) -> usize {
+) -> SplitPlan {
     let count = content.len();
     let preferred = choose_split(content, leaf, config.short_splits);
-    if count < 2 {
-        return preferred;
-    }
     let level = u16::from(!leaf);
     let max = config.max_bytes(level);
-    let mut fits = |at: usize| {
-        let separator = Some(separator_of(content, at, leaf, config));
+    let mut plan = |at: usize| {
+        let separator = separator_of(content, at, leaf, config);
         let right = if leaf { at } else { at + 1 };
-        let left_fences = (fences.0.clone(), separator.clone());
-        let right_fences = (separator, fences.1.clone());
-        halves_need(content, 0..at, &left_fences, config) <= max
-            && halves_need(content, right..count, &right_fences, config) <= max
+        let left_fences = (fences.0.clone(), Some(separator.clone()));
+        let right_fences = (Some(separator.clone()), fences.1.clone());
+        let needs = [
+            halves_need(content, 0..at, &left_fences, config),
+            halves_need(content, right..count, &right_fences, config),
+        ];
+        SplitPlan {
+            at,
+            separator,
+            needs,
+        }
     };
-    if fits(preferred) {
-        return preferred;
+    let fits = |plan: &SplitPlan| plan.needs.iter().all(|&need| need <= max);
+    let first = plan(preferred);
+    if fits(&first) {
+        return first;
     }
-    let candidates = (1..count.max(2)).filter(|&at| at != preferred);
-    let mut nearest: Vec<usize> = candidates.collect();
+    let mut nearest: Vec<usize> = (1..count).filter(|&at| at != preferred).collect();
     nearest.sort_by_key(|&at| at.abs_diff(preferred));
     nearest
         .into_iter()
-        .find(|&at| fits(at))
-        .unwrap_or(preferred)
+        .map(&mut plan)
+        .find(fits)
+        .unwrap_or(first)
 }
 
 /// The bytes a page holding entries `range` of `content` with `fences` needs.

@@ -381,3 +381,65 @@ fn random_keys_search_like_a_sorted_list() {
         free(&config, &[node]);
     }
 }
+
+/// The split point by its definition: every candidate's score from whole-key comparisons.
+fn split_by_definition(content: &Content, leaf: bool) -> usize {
+    use super::super::bytes::common_prefix;
+    let n = content.len();
+    let key = |i: usize| content.key(i);
+    let (first, last) = (key(0), key(n - 1));
+    let (lo, hi) = ((n / 3).max(1), (2 * n).div_ceil(3).min(n - 1));
+    let score = |at: usize| -> (i64, i64) {
+        let right = if leaf { at } else { at + 1 };
+        let left_saved = at * common_prefix(first, key(at - 1));
+        let right_saved = match n - right {
+            0 => 0,
+            count => count * common_prefix(key(right), last),
+        };
+        let term = if leaf {
+            (common_prefix(key(at - 1), key(at)) + 1).min(key(at).len())
+        } else {
+            key(at).len()
+        };
+        let off_middle = (at as i64 - (n / 2) as i64).abs();
+        (
+            (left_saved + right_saved) as i64 - 4 * term as i64,
+            -off_middle,
+        )
+    };
+    (lo..=hi).max_by_key(|&at| score(at)).unwrap()
+}
+
+#[test]
+fn split_point_matches_its_definition() {
+    // Sorted keys over a small alphabet, of lengths 0 to 19, in runs that share prefixes.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |bound: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        (state >> 33) % bound
+    };
+    for round in 0..300 {
+        let n = 3 + next(60) as usize;
+        let mut keys: Vec<Vec<u8>> = (0..n)
+            .map(|_| {
+                let len = next(20) as usize;
+                (0..len).map(|_| b"aab\x00z"[next(5) as usize]).collect()
+            })
+            .collect();
+        keys.sort();
+        with_content(|content: &mut Content| {
+            for key in &keys {
+                content.push(key, 0, 0);
+            }
+            for leaf in [true, false] {
+                assert_eq!(
+                    choose_split(content, leaf, true),
+                    split_by_definition(content, leaf),
+                    "round {round}, leaf {leaf}: {keys:?}"
+                );
+            }
+        });
+    }
+}
