@@ -35,8 +35,11 @@
 //!   Rewrites and splits take one lock: new blocks are linked to the right, B-link style.
 //! * **The seal**: when a run fills (or every run slot of the segment is taken), its thread
 //!   seals the segment ([`protocol`]), installs a new frontier whose lower bound is the sealed
-//!   segment's largest position, and converts the sealed one: its runs are merged and sorted
-//!   and appended to the data layer as full blocks (keys as 32-bit offsets when they fit).
+//!   segment's largest position, and queues the sealed one for its conversion: its runs are
+//!   merged and sorted and appended to the data layer as full blocks (keys as 32-bit offsets
+//!   when they fit). The maintenance thread converts, so an inserting thread keeps appending
+//!   meanwhile; inserts that leave the shortcut convert too while more than two segments
+//!   wait, and whoever converts extends the search layer over the new blocks.
 //!
 //! # Reads
 //!

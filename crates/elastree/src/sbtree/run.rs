@@ -144,6 +144,7 @@ impl<K: SbKey> Run<K> {
         i >> self.shift
     }
 
+    #[inline(always)]
     fn slot_words(&self, block: *mut u8, i: usize) -> &[AtomicU64] {
         let w = entry_words::<K>();
         // SAFETY: `block` is one of this run's blocks (allocated with room for `per_block`
@@ -152,6 +153,7 @@ impl<K: SbKey> Run<K> {
         unsafe { std::slice::from_raw_parts(block.cast::<AtomicU64>().add(i * w), w) }
     }
 
+    #[inline(always)]
     fn append_slot(&self, i: usize) -> &[AtomicU64] {
         let block = self.blocks[i >> self.shift].load(Ordering::Acquire);
         self.slot_words(block, i & (self.per_block - 1))
