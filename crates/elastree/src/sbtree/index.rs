@@ -141,25 +141,20 @@ pub struct SbTreeIndex {
     maintainer: Option<JoinHandle<()>>,
 }
 
-/// The maintenance thread's loop: parked until woken, then a maintenance pass after each
-/// pending conversion (while sealers keep it converting, the search layer still grows and
-/// converted segments are still freed), or one pass when none is pending.
+/// The maintenance thread's loop: parked until woken, then the pending conversions, each
+/// followed by its maintenance pass ([`SbTree::convert_oldest`]) so that the search layer
+/// grows and converted segments are freed while sealers keep it converting; then one pass.
 fn maintain_loop<K: SbKey>(tree: Arc<SbTree<K>>, stop: Arc<AtomicBool>) {
     loop {
         std::thread::park();
-        loop {
-            if stop.load(Ordering::Acquire) {
-                return;
-            }
-            let converted = tree.convert_oldest(0);
-            if !converted {
-                tree.maintain(&mut super::lock(&tree.maintenance));
-            }
+        while !stop.load(Ordering::Acquire) && tree.convert_oldest(0) {
             tree.collect_garbage();
-            if !converted {
-                break;
-            }
         }
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        tree.maintain(&mut super::lock(&tree.maintenance));
+        tree.collect_garbage();
     }
 }
 

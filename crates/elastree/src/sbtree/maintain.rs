@@ -7,7 +7,8 @@
 //!   layer is packed): once they add up to a sixteenth of the indexed blocks, the layer is
 //!   rebuilt from the chain, bottom up, and swapped in.
 //! * **Conversions.** Sealers queue their sealed segments ([`SbTree::seal`]); the thread
-//!   converts them into data blocks, in sealing order, before each pass.
+//!   converts them into data blocks in sealing order, a pass after each (inserts convert
+//!   too while more than two wait, and run the pass if no one else is).
 //! * **Segments.** A converted segment is freed once every thread that had a run in it has
 //!   let go of it.
 //!

@@ -231,6 +231,19 @@ impl<K: SbKey> Run<K> {
         !self.blocks[b].load(Ordering::Relaxed).is_null()
     }
 
+    /// Owner: whether the append run has room for its entry `c` (its count), giving it the
+    /// block for that entry if it has none yet.
+    pub fn make_room(&self, c: usize, res: &Resources) -> bool {
+        if c == self.capacity() {
+            return false;
+        }
+        let block = self.block_of(c);
+        if !self.has_block(block) {
+            self.add_block(block, res);
+        }
+        true
+    }
+
     /// Owner: gives the append run its block `b`.
     #[cold]
     #[inline(never)]

@@ -163,7 +163,7 @@ impl<K: SbKey> SbTree<K> {
         if c == run.capacity() || !run.has_block(run.block_of(c)) {
             return None;
         }
-        match self.append_in_place(segment, run, owner, key, tid) {
+        match self.append(segment, run, owner, key, tid) {
             Inserted::Done(result) => Some(result),
             Inserted::Full | Inserted::Dropped => None,
         }
@@ -205,29 +205,10 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// Appends `(key, tid)`, whose position is above the run's last one, to the owner's
-    /// run: the protocol of `protocol.rs`, then the peers' check.
-    pub fn append(
-        &self,
-        segment: &Segment<K>,
-        run: &Run<K>,
-        owner: &mut Owner<K>,
-        key: K,
-        tid: u64,
-    ) -> Inserted {
-        let c = owner.count;
-        if c as usize == run.capacity() {
-            return Inserted::Full;
-        }
-        let block = run.block_of(c as usize);
-        if !run.has_block(block) {
-            run.add_block(block, &self.res);
-        }
-        self.append_in_place(segment, run, owner, key, tid)
-    }
-
-    /// [`SbTree::append`] when the run has room and the block for its next entry.
+    /// run: the protocol of `protocol.rs`, then the peers' check. The run has room and the
+    /// block for its next entry ([`Run::make_room`]).
     #[inline(always)]
-    fn append_in_place(
+    pub fn append(
         &self,
         segment: &Segment<K>,
         run: &Run<K>,

@@ -3,7 +3,7 @@
 //! lookups and removes, the seal and the conversion.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 
@@ -55,11 +55,15 @@ pub struct SbTree<K: SbKey> {
     /// Sealed segments waiting for their conversion, oldest first, each with the segment
     /// sealed after it (see [`SbTree::seal`]).
     pending: Mutex<VecDeque<(SegmentPtr<K>, SegmentPtr<K>)>>,
+    /// The length of `pending` (written under its lock): read without the lock, so the
+    /// check every slow-path insert makes touches no lock while few segments wait.
+    pending_len: AtomicUsize,
 }
 
-/// Sealed segments a sealer leaves to the maintenance thread before it converts the oldest
-/// itself: enough to keep inserting while the maintenance thread converts, few enough that
-/// readers and late inserts rarely meet an unconverted segment and memory stays bounded.
+/// Sealed segments left to the maintenance thread before inserts that leave the shortcut
+/// convert the oldest themselves: enough to keep inserting while the maintenance thread
+/// converts, few enough that readers and late inserts rarely meet an unconverted segment
+/// and memory stays bounded.
 const MAX_PENDING: usize = 2;
 
 /// Late slots a conversion leaves per expected late entry: a little more than expected, as
@@ -106,6 +110,7 @@ impl<K: SbKey> SbTree<K> {
             lingering: Mutex::new(Vec::new()),
             late_rate: Mutex::new(LateRate::default()),
             pending: Mutex::new(VecDeque::new()),
+            pending_len: AtomicUsize::new(0),
         }
     }
 
@@ -228,7 +233,11 @@ impl<K: SbKey> SbTree<K> {
         // SAFETY: this thread owns the run it got from `run_in`.
         let owner = unsafe { run.owner() };
         let inserted = if owner.last.is_none_or(|last| pos > last) {
-            self.append(segment, run, owner, key, tid)
+            if run.make_room(owner.count as usize, &self.res) {
+                self.append(segment, run, owner, key, tid)
+            } else {
+                Inserted::Full
+            }
         } else {
             self.counters.late.add(1);
             self.insert_late(segment, run, owner, key, tid)
@@ -321,7 +330,11 @@ impl<K: SbKey> SbTree<K> {
             SegmentPtr(segment as *const _ as *mut _),
             SegmentPtr(next as *const _ as *mut _),
         );
-        super::lock(&self.pending).push_back(queued);
+        {
+            let mut pending = super::lock(&self.pending);
+            pending.push_back(queued);
+            self.pending_len.store(pending.len(), Ordering::Relaxed);
+        }
         self.wake_maintainer();
     }
 
@@ -333,6 +346,9 @@ impl<K: SbKey> SbTree<K> {
     /// Converts the oldest pending segment if more than `keep` wait, then runs a
     /// maintenance pass if no one else is; whether it converted.
     pub fn convert_oldest(&self, keep: usize) -> bool {
+        if self.pending_len.load(Ordering::Relaxed) <= keep {
+            return false;
+        }
         let (segment, next) = {
             let mut pending = super::lock(&self.pending);
             if pending.len() <= keep {
@@ -340,6 +356,7 @@ impl<K: SbKey> SbTree<K> {
             }
             let (SegmentPtr(segment), SegmentPtr(next)) =
                 pending.pop_front().expect("more than `keep` pending");
+            self.pending_len.store(pending.len(), Ordering::Relaxed);
             (segment, next)
         };
         // SAFETY: a sealed segment is freed only after its conversion, and the segment
