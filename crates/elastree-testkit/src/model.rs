@@ -28,6 +28,18 @@ pub fn scaled(n: u64) -> u64 {
     ((n as f64 * scale) as u64).max(1)
 }
 
+/// How many operations apart a model run of `ops` (scaled) operations checks the structure:
+/// every `check_every`, but often enough for at least [`MIN_CHECKS`] checks in a run made
+/// short by a small `ELASTREE_TEST_SCALE`. (Scaling the period with the run would check after
+/// every operation at valgrind's 2%: more checks than a full-size run, most of that run's
+/// time spent in walks that write nothing.)
+pub fn check_period(ops: u64, check_every: u64) -> u64 {
+    check_every.min(ops / MIN_CHECKS).max(1)
+}
+
+/// The fewest structure checks in a model run (see [`check_period`]).
+pub const MIN_CHECKS: u64 = 20;
+
 /// The table of a test: the key of every tid handed to an index, so that kinds with
 /// indirect keys (elastic, seqtree) can load them. Every kind's tests use it, so every kind
 /// sees the same tids.
@@ -244,7 +256,7 @@ pub fn run_model_merging(
     check_every: u64,
     merges: u64,
 ) -> u64 {
-    let checks = scaled(ops) / scaled(check_every).max(1);
+    let checks = scaled(ops) / check_period(scaled(ops), check_every);
     let period = (checks / merges.max(1)).max(1);
     let (mut seen, mut forced) = (0u64, 0u64);
     run_model_with(
@@ -500,7 +512,7 @@ pub fn run_model_with(
     checkpoint: &mut dyn FnMut(u64),
 ) {
     let ops = scaled(ops);
-    let check_every = scaled(check_every);
+    let check_every = check_period(ops, check_every);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut model = Model::new();
     let unique = index.is_unique();
