@@ -62,10 +62,13 @@ pub struct BenchArgs {
     pub n: Option<usize>,
 
     /// Workloads, comma-separated: load, lookup, lookup-zipf, scan, scan-desc, delete,
-    /// ycsb-a ... ycsb-f; or the groups `default` (load, lookup, lookup-zipf, scan, delete),
-    /// `ycsb` (ycsb-a ... ycsb-f) and `all`. scan and scan-desc count keys per second, the
-    /// rest operations. YCSB workloads each run on their own index loaded with 95% of the
-    /// keys; their inserts add the other 5%.
+    /// ycsb-a ... ycsb-f, mixed; the Bw-tree paper's mixes updates-P (P% blind updates, the
+    /// rest lookups, uniform keys; P = 0, 1, 10, 50, 100) and scan-update-L (95% scans of L
+    /// keys from uniform start keys, 5% Zipfian blind updates; L = 1, 10, ..., 1000000); or
+    /// the groups `default` (load, lookup, lookup-zipf, scan, delete), `ycsb` (ycsb-a ...
+    /// ycsb-f) and `all` (every workload but the paper's mixes). scan and scan-desc count keys
+    /// per second, the rest operations. YCSB workloads and the mixes each run on their own
+    /// index loaded with 95% of the keys; their inserts add the other 5%.
     #[arg(long, value_delimiter = ',', default_value = "default")]
     pub workload: Vec<String>,
 

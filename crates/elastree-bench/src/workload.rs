@@ -118,6 +118,14 @@ impl Workload {
     /// The six YCSB core workloads (`--workload ycsb`).
     pub const YCSB: &'static [Workload] = Workload::ALL.split_at(6).1.split_at(6).0;
 
+    /// Every workload with a name: [`Workload::ALL`], then the Bw-tree paper's mixes
+    /// ([`Ycsb::paper_mixes`]: `updates-P`, `scan-update-L`), which only a run that names
+    /// them performs.
+    pub fn named() -> impl Iterator<Item = Workload> {
+        let mixes = Ycsb::paper_mixes().map(Workload::Ycsb);
+        Workload::ALL.iter().copied().chain(mixes)
+    }
+
     /// The workload's CLI name.
     pub fn name(self) -> &'static str {
         match self {
@@ -157,14 +165,10 @@ impl FromStr for Workload {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        Workload::ALL
-            .iter()
-            .copied()
-            .find(|w| w.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
-                format!("unknown workload {s:?} (known: {})", names.join(", "))
-            })
+        Workload::named().find(|w| w.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Workload::named().map(|w| w.name()).collect();
+            format!("unknown workload {s:?} (known: {})", names.join(", "))
+        })
     }
 }
 
@@ -830,9 +834,12 @@ mod tests {
         assert!(Workload::DEFAULT.iter().all(|w| Workload::ALL.contains(w)));
         // ALL is in run order, and names parse back.
         assert!(Workload::ALL.windows(2).all(|w| w[0] < w[1]));
-        for &w in Workload::ALL {
+        for w in Workload::named() {
             assert_eq!(w.name().parse::<Workload>(), Ok(w));
         }
+        // The paper mixes are named but not part of `all`.
+        assert_eq!(Workload::named().count(), Workload::ALL.len() + 12);
+        assert!(!Workload::ALL.contains(&Workload::Ycsb(Ycsb::Updates(50))));
     }
 
     #[test]

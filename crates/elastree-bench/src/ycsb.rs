@@ -1,4 +1,5 @@
-//! The YCSB core workloads A-F as pre-generated operation streams.
+//! The YCSB core workloads A-F, and the two mixes of the Bw-tree paper's experiments, as
+//! pre-generated operation streams.
 //!
 //! Each workload runs on its own freshly loaded index (see [`crate::workload`]): the first
 //! [`loaded_keys`]`(n)` keys of the key set (95%, in the set's order) are inserted untimed, key `i`
@@ -13,14 +14,16 @@
 //! | `ycsb-d` | 95% read, 5% insert | latest | `n` |
 //! | `ycsb-e` | 95% scan (1..=100 keys, uniform), 5% insert | scrambled Zipfian start keys | `n / 10` |
 //! | `ycsb-f` | 50% read, 50% read-modify-write | scrambled Zipfian | `n` |
+//! | `updates-P` | P% update, the rest read (the Bw-tree paper's Figure 10) | uniform | `n` |
+//! | `scan-update-L` | 95% scan of exactly L keys, 5% update (its Figure 11) | scans uniform, updates scrambled Zipfian | `n / L`, at least [`MIN_SCAN_UPDATE_OPS`] |
 //!
 //! * *read*: a point lookup; it must find the key with its tid (in the low 32 bits).
 //! * *update*: overwrites the tid of an existing key (a unique-index insert of a present key)
 //!   with a new value whose low 32 bits are still the key's position.
 //! * *insert*: adds a key from the reserve. Inserts take the reserve in order, so on `mono64`
 //!   they append at the end of the key space, as YCSB's ordered inserts do.
-//! * *scan*: an ascending scan of 1..=100 keys (uniform, YCSB's default `maxscanlength`) from an
-//!   existing key; it must visit at least that key.
+//! * *scan*: an ascending scan of 1..=100 keys (uniform, YCSB's default `maxscanlength`; in
+//!   `scan-update-L` exactly L) from an existing key; it must visit at least that key.
 //! * *read-modify-write*: a read, then an update of the same key with the value read plus
 //!   [`VERSION_STEP`].
 //!
@@ -49,6 +52,32 @@ use crate::keys::KeySet;
 
 /// The longest YCSB-E scan: lengths are uniform in `1..=YCSB_MAX_SCAN_LEN`.
 pub const YCSB_MAX_SCAN_LEN: u8 = 100;
+
+/// The update percentages of the `updates-P` mixes (the x axis of the Bw-tree paper's
+/// Figure 10), with their names.
+pub const UPDATE_MIXES: &[(u8, &str)] = &[
+    (0, "updates-0"),
+    (1, "updates-1"),
+    (10, "updates-10"),
+    (50, "updates-50"),
+    (100, "updates-100"),
+];
+
+/// The scan lengths of the `scan-update-L` mixes (the Bw-tree paper's Figure 11 and its
+/// appendix table), with their names.
+pub const SCAN_UPDATE_MIXES: &[(u32, &str)] = &[
+    (1, "scan-update-1"),
+    (10, "scan-update-10"),
+    (100, "scan-update-100"),
+    (1_000, "scan-update-1000"),
+    (10_000, "scan-update-10000"),
+    (100_000, "scan-update-100000"),
+    (1_000_000, "scan-update-1000000"),
+];
+
+/// The fewest operations of a `scan-update-L` run, so that its long scans still give every
+/// thread many operations (and its 5% updates some).
+pub const MIN_SCAN_UPDATE_OPS: usize = 400;
 
 /// A tid's low 32 bits are its key's position; updates change only the bits above.
 pub const TID_MASK: u64 = u32::MAX as u64;
@@ -80,6 +109,13 @@ pub enum Ycsb {
     E,
     /// Read-modify-write: 50% reads, 50% read-modify-writes, Zipfian.
     F,
+    /// The Bw-tree paper's read/update mix (its Figure 10): this percentage (one of
+    /// [`UPDATE_MIXES`]) of blind updates, the rest reads, keys uniform over the loaded ones.
+    Updates(u8),
+    /// The Bw-tree paper's scan mix (its Figure 11): 95% ascending scans of exactly this many
+    /// keys (one of [`SCAN_UPDATE_MIXES`]) from uniformly random loaded keys, 5% blind
+    /// updates of scrambled-Zipfian keys.
+    ScanUpdate(u32),
 }
 
 /// An operation of a YCSB stream.
@@ -92,7 +128,7 @@ pub enum YcsbOp {
     /// An insert of a fresh key from the reserve.
     Insert,
     /// An ascending scan of this many keys from an existing key.
-    Scan(u8),
+    Scan(u32),
     /// A read, then an update of the same key with the value read plus [`VERSION_STEP`].
     ReadModifyWrite,
 }
@@ -100,6 +136,8 @@ pub enum YcsbOp {
 /// Which key a request (read, update, scan, read-modify-write) goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestDist {
+    /// Uniform over the loaded keys.
+    Uniform,
     /// Scrambled Zipfian (theta 0.99) over the loaded keys.
     Zipfian,
     /// Zipfian (theta 0.99) over the keys inserted so far, newest first.
@@ -129,36 +167,80 @@ impl Ycsb {
             Ycsb::D => "ycsb-d",
             Ycsb::E => "ycsb-e",
             Ycsb::F => "ycsb-f",
+            Ycsb::Updates(percent) => name_of(UPDATE_MIXES, percent).unwrap_or("updates"),
+            Ycsb::ScanUpdate(len) => name_of(SCAN_UPDATE_MIXES, len).unwrap_or("scan-update"),
         }
+    }
+
+    /// A number per workload that seeds its stream: A to F are 0 to 5; the paper mixes'
+    /// numbers are distinct for every value of their tables.
+    fn ordinal(self) -> u64 {
+        match self {
+            Ycsb::A => 0,
+            Ycsb::B => 1,
+            Ycsb::C => 2,
+            Ycsb::D => 3,
+            Ycsb::E => 4,
+            Ycsb::F => 5,
+            Ycsb::Updates(percent) => 8 + u64::from(percent),
+            Ycsb::ScanUpdate(len) => 128 + u64::from(len.max(1).ilog2()),
+        }
+    }
+
+    /// The Bw-tree paper's mixes: every `updates-P`, then every `scan-update-L`.
+    pub fn paper_mixes() -> impl Iterator<Item = Ycsb> {
+        let updates = UPDATE_MIXES.iter().map(|&(p, _)| Ycsb::Updates(p));
+        updates.chain(
+            SCAN_UPDATE_MIXES
+                .iter()
+                .map(|&(len, _)| Ycsb::ScanUpdate(len)),
+        )
     }
 
     /// The mix: each kind of operation with its share. The first kind takes whatever the
     /// others' rounded-down counts leave.
-    fn mix(self) -> &'static [(Kind, f64)] {
+    fn mix(self) -> Vec<(Kind, f64)> {
         match self {
-            Ycsb::A => &[(Kind::Read, 0.5), (Kind::Update, 0.5)],
-            Ycsb::B => &[(Kind::Read, 0.95), (Kind::Update, 0.05)],
-            Ycsb::C => &[(Kind::Read, 1.0)],
-            Ycsb::D => &[(Kind::Read, 0.95), (Kind::Insert, 0.05)],
-            Ycsb::E => &[(Kind::Scan, 0.95), (Kind::Insert, 0.05)],
-            Ycsb::F => &[(Kind::Read, 0.5), (Kind::ReadModifyWrite, 0.5)],
+            Ycsb::A => vec![(Kind::Read, 0.5), (Kind::Update, 0.5)],
+            Ycsb::B => vec![(Kind::Read, 0.95), (Kind::Update, 0.05)],
+            Ycsb::C => vec![(Kind::Read, 1.0)],
+            Ycsb::D => vec![(Kind::Read, 0.95), (Kind::Insert, 0.05)],
+            Ycsb::E => vec![(Kind::Scan, 0.95), (Kind::Insert, 0.05)],
+            Ycsb::F => vec![(Kind::Read, 0.5), (Kind::ReadModifyWrite, 0.5)],
+            Ycsb::Updates(percent) => {
+                let updates = f64::from(percent.min(100)) / 100.0;
+                vec![(Kind::Read, 1.0 - updates), (Kind::Update, updates)]
+            }
+            Ycsb::ScanUpdate(_) => vec![(Kind::Scan, 0.95), (Kind::Update, 0.05)],
         }
     }
 
-    /// The request distribution.
-    pub fn request_dist(self) -> RequestDist {
+    /// The request distribution of an operation of `kind`.
+    fn request_dist(self, kind: Kind) -> RequestDist {
+        match (self, kind) {
+            (Ycsb::D, _) => RequestDist::Latest,
+            (Ycsb::Updates(_), _) | (Ycsb::ScanUpdate(_), Kind::Scan) => RequestDist::Uniform,
+            _ => RequestDist::Zipfian,
+        }
+    }
+
+    /// The length of each scan: uniform in `1..=`[`YCSB_MAX_SCAN_LEN`], or exactly `L` in
+    /// `scan-update-L`.
+    fn scan_len(self, rng: &mut StdRng) -> u32 {
         match self {
-            Ycsb::D => RequestDist::Latest,
-            Ycsb::A | Ycsb::B | Ycsb::C | Ycsb::E | Ycsb::F => RequestDist::Zipfian,
+            Ycsb::ScanUpdate(len) => len.max(1),
+            _ => u32::from(rng.gen_range(1..=YCSB_MAX_SCAN_LEN)),
         }
     }
 
     /// Operations per run on a key set of `n` keys: `n`, or `n / 10` for the scans of E (as
-    /// the `scan` workload does), at least 1.
+    /// the `scan` workload does), at least 1; `scan-update-L`: `n / L` scans' worth, at least
+    /// [`MIN_SCAN_UPDATE_OPS`].
     pub fn ops(self, n: usize) -> usize {
         match self {
             Ycsb::E => (n / 10).max(1),
-            Ycsb::A | Ycsb::B | Ycsb::C | Ycsb::D | Ycsb::F => n.max(1),
+            Ycsb::ScanUpdate(len) => (n / len.max(1) as usize).max(MIN_SCAN_UPDATE_OPS),
+            Ycsb::A | Ycsb::B | Ycsb::C | Ycsb::D | Ycsb::F | Ycsb::Updates(_) => n.max(1),
         }
     }
 
@@ -177,6 +259,14 @@ impl Ycsb {
     pub fn read_only(self) -> bool {
         self.mix().iter().all(|&(kind, _)| kind == Kind::Read)
     }
+}
+
+/// The name `table` gives `value`.
+fn name_of<T: PartialEq>(table: &[(T, &'static str)], value: T) -> Option<&'static str> {
+    table
+        .iter()
+        .find(|(v, _)| *v == value)
+        .map(|&(_, name)| name)
 }
 
 impl fmt::Display for Ycsb {
@@ -226,7 +316,7 @@ impl YcsbPlan {
         let threads = threads.max(1);
         let loaded = loaded_keys(n);
         let reserve = n - loaded;
-        let salt = seed ^ 0x7963_7362 ^ ((workload as u64 + 1) << 40);
+        let salt = seed ^ 0x7963_7362 ^ ((workload.ordinal() + 1) << 40);
         let zipfian = ScrambledZipfian::new(loaded as u64, DEFAULT_THETA, salt)
             .expect("theta 0.99 over at least one loaded key");
         let latest = Zipfian::new(loaded as u64, DEFAULT_THETA)
@@ -240,7 +330,8 @@ impl YcsbPlan {
             // An exact-count mix, shuffled: every kind but the first rounded down, the first
             // taking the rest; inserts never more than the reserve has left.
             let mut kinds = Vec::with_capacity(len);
-            let (&(first, _), rest) = workload.mix().split_first().expect("a non-empty mix");
+            let mix = workload.mix();
+            let (&(first, _), rest) = mix.split_first().expect("a non-empty mix");
             for &(kind, fraction) in rest {
                 let mut count = (fraction * len as f64) as usize;
                 if kind == Kind::Insert {
@@ -255,7 +346,8 @@ impl YcsbPlan {
             let mut latest = latest.clone();
             for kind in kinds {
                 let request = |rng: &mut StdRng, own_inserts: usize| -> usize {
-                    match workload.request_dist() {
+                    match workload.request_dist(kind) {
+                        RequestDist::Uniform => rng.gen_range(0..loaded),
                         RequestDist::Zipfian => zipfian.sample(rng) as usize,
                         RequestDist::Latest => {
                             // Rank 0 is this thread's newest insert, then its older ones,
@@ -282,7 +374,7 @@ impl YcsbPlan {
                         (YcsbOp::ReadModifyWrite, request(&mut rng, own_inserts))
                     }
                     Kind::Scan => {
-                        let len = rng.gen_range(1..=YCSB_MAX_SCAN_LEN);
+                        let len = workload.scan_len(&mut rng);
                         (YcsbOp::Scan(len), request(&mut rng, own_inserts))
                     }
                 };
@@ -409,7 +501,7 @@ mod tests {
 
     #[test]
     fn requests_go_to_present_keys_and_inserts_to_fresh_ones() {
-        for workload in Ycsb::ALL.iter().copied() {
+        for workload in Ycsb::ALL.iter().copied().chain(Ycsb::paper_mixes()) {
             for threads in [1, 2, 3] {
                 let plan = YcsbPlan::generate(workload, 20_000, threads, 3);
                 assert_eq!(plan.loaded, loaded_keys(20_000));
@@ -492,7 +584,7 @@ mod tests {
     #[test]
     fn scan_lengths_cover_one_to_a_hundred() {
         let plan = YcsbPlan::generate(Ycsb::E, 500_000, 1, 9);
-        let lens: Vec<u8> = plan
+        let lens: Vec<u32> = plan
             .ops
             .iter()
             .filter_map(|&op| match op {
@@ -500,16 +592,74 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert!(lens.iter().all(|&l| (1..=YCSB_MAX_SCAN_LEN).contains(&l)));
+        let most = u32::from(YCSB_MAX_SCAN_LEN);
+        assert!(lens.iter().all(|&l| (1..=most).contains(&l)));
         assert_eq!(lens.iter().min(), Some(&1));
-        assert_eq!(lens.iter().max(), Some(&YCSB_MAX_SCAN_LEN));
+        assert_eq!(lens.iter().max(), Some(&most));
         let mean = lens.iter().map(|&l| f64::from(l)).sum::<f64>() / lens.len() as f64;
         assert!((mean - 50.5).abs() < 1.5, "{mean}");
     }
 
+    /// The most requests any one key gets among `plan`'s operations that `pick` selects, as
+    /// a share of those operations.
+    fn hottest_share(plan: &YcsbPlan, pick: impl Fn(YcsbOp) -> bool) -> f64 {
+        let mut counts = std::collections::HashMap::new();
+        let mut total = 0;
+        for (&op, &p) in plan.ops.iter().zip(&plan.positions) {
+            if pick(op) {
+                *counts.entry(p).or_insert(0usize) += 1;
+                total += 1;
+            }
+        }
+        counts.values().copied().max().unwrap_or(0) as f64 / total.max(1) as f64
+    }
+
+    #[test]
+    fn paper_mixes_have_their_shares_lengths_and_distributions() {
+        for threads in [1, 2] {
+            for &(percent, name) in UPDATE_MIXES {
+                let workload = Ycsb::Updates(percent);
+                assert_eq!(workload.name(), name);
+                let plan = YcsbPlan::generate(workload, N, threads, 4);
+                assert_eq!(plan.len(), N);
+                let updates = count(&plan, |op| op == YcsbOp::Update);
+                let reads = count(&plan, |op| op == YcsbOp::Read);
+                assert_eq!(updates + reads, N, "{name}");
+                let share = updates as f64 / N as f64;
+                assert!(
+                    (share - f64::from(percent) / 100.0).abs() < 0.002,
+                    "{name}: {share}"
+                );
+                // Uniform keys: no key takes even 0.1% of the requests (a Zipfian's hottest
+                // takes several percent).
+                assert!(hottest_share(&plan, |_| true) < 0.001, "{name}");
+            }
+            for &(len, name) in SCAN_UPDATE_MIXES {
+                let workload = Ycsb::ScanUpdate(len);
+                assert_eq!(workload.name(), name);
+                let plan = YcsbPlan::generate(workload, N, threads, 5);
+                assert_eq!(plan.len(), (N / len as usize).max(MIN_SCAN_UPDATE_OPS));
+                let scans = count(&plan, |op| op == YcsbOp::Scan(len));
+                let updates = count(&plan, |op| op == YcsbOp::Update);
+                assert_eq!(
+                    scans + updates,
+                    plan.len(),
+                    "{name}: only scans of {len} and updates"
+                );
+                let share = updates as f64 / plan.len() as f64;
+                assert!((share - 0.05).abs() < 0.005, "{name}: {share}");
+            }
+        }
+        // Enough operations to see the distributions: scans start uniformly, updates are
+        // Zipfian (a few keys take a large share).
+        let plan = YcsbPlan::generate(Ycsb::ScanUpdate(1), N, 1, 6);
+        assert!(hottest_share(&plan, |op| matches!(op, YcsbOp::Scan(_))) < 0.001);
+        assert!(hottest_share(&plan, |op| op == YcsbOp::Update) > 0.02);
+    }
+
     #[test]
     fn tiny_key_sets_still_plan() {
-        for &workload in Ycsb::ALL {
+        for workload in Ycsb::ALL.iter().copied().chain(Ycsb::paper_mixes()) {
             for n in [2, 3, 20, 41] {
                 let plan = YcsbPlan::generate(workload, n, 2, 1);
                 assert_eq!(plan.len(), workload.ops(n));

@@ -335,12 +335,11 @@ fn check_ycsb(spec: IndexSpec, kind: KeySetKind) {
                 YcsbOp::Scan(len) => {
                     assert!(model.contains_key(&bytes), "{ctx}: scan from an absent key");
                     let mut seen = Vec::new();
-                    let got = index.scan(key, usize::from(len), &mut |k, v| {
-                        seen.push((k.to_bytes(), v))
-                    });
+                    let got =
+                        index.scan(key, len as usize, &mut |k, v| seen.push((k.to_bytes(), v)));
                     let expected: Vec<(Vec<u8>, u64)> = model
                         .range::<Vec<u8>, _>((Bound::Included(&bytes), Bound::Unbounded))
-                        .take(usize::from(len))
+                        .take(len as usize)
                         .map(|(k, &v)| (k.clone(), v))
                         .collect();
                     assert_eq!(got, expected.len(), "{ctx}: scan {j} length");

@@ -304,10 +304,10 @@ pub fn ycsb(
                             true
                         }
                         YcsbOp::Scan(len) => {
-                            let got = index.scan(key, usize::from(len), &mut |_, v| {
+                            let got = index.scan(key, len as usize, &mut |_, v| {
                                 checksum = checksum.wrapping_add(v);
                             });
-                            (1..=usize::from(len)).contains(&got)
+                            (1..=len as usize).contains(&got)
                         }
                         YcsbOp::ReadModifyWrite => match index.get(key) {
                             Some(v) if v & TID_MASK == tid => {
@@ -396,11 +396,11 @@ pub fn mixed(
                     }
                     MixedOp::Scan(len) => {
                         let got = sampled(samples, j, || {
-                            index.scan(key, usize::from(len), &mut |_, v| {
+                            index.scan(key, len as usize, &mut |_, v| {
                                 checksum = checksum.wrapping_add(v);
                             })
                         });
-                        (1..=usize::from(len)).contains(&got)
+                        (1..=len as usize).contains(&got)
                     }
                 };
                 good += u64::from(ok);

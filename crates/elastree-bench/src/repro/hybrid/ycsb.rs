@@ -97,7 +97,7 @@ pub(super) fn run_ycsb_ops(
                             Bound::Included(key),
                             Bound::Unbounded,
                             Direction::Ascending,
-                            usize::from(len),
+                            len as usize,
                             &mut |_, _| {},
                         )
                         .map_err(err)?;
