@@ -810,6 +810,7 @@ const KINDS: &[&[&str]] = &[
         "256",
     ],
     &["--index", "btree", "--pages", "base"],
+    &["--index", "bwtree"],
     // Fixed 8-byte keys only: the sessions draw `u64:` keys for it.
     &["--index", "sbtree"],
 ];

@@ -159,6 +159,20 @@ pub fn prefix_split_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
     )
 }
 
+/// The Bw-tree, with the smallest pages and chains of 2 deltas when `tiny` (so that
+/// consolidations, splits and root growth happen all the time).
+pub fn bwtree_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
+    if !tiny {
+        return builder;
+    }
+    builder.with_kind(elastree::BwTreeOptions {
+        chain_length: 2,
+        leaf_page_bytes: MIN_PAGE_BYTES,
+        inner_page_bytes: MIN_PAGE_BYTES,
+        ..elastree::BwTreeOptions::default()
+    })
+}
+
 /// The B+-tree in slotted nodes for variable-length keys ([`PageOrganization::Base`]).
 pub fn base_pages(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
     builder.with_kind(BTreeOptions::default().pages(PageOrganization::Base))

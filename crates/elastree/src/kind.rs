@@ -39,6 +39,10 @@ pub enum IndexKind {
     /// Fixed-width integer keys only (8 or 16 bytes); built from
     /// [`crate::SbTreeOptions`] or with their defaults.
     SbTree,
+    /// The Bw-tree ([`crate::bwtree`]): a latch-free B+-tree whose pages are optimized pages
+    /// changed only by prepending delta records through a mapping table. Built from
+    /// [`crate::BwTreeOptions`] or with their defaults.
+    BwTree,
 }
 
 impl IndexKind {
@@ -51,6 +55,7 @@ impl IndexKind {
         IndexKind::HybridCompressed,
         IndexKind::Static,
         IndexKind::SbTree,
+        IndexKind::BwTree,
     ];
 
     /// The kind's name as the CLI and the benchmark spell it.
@@ -63,6 +68,7 @@ impl IndexKind {
             IndexKind::HybridCompressed => "hybrid-compressed",
             IndexKind::Static => "static",
             IndexKind::SbTree => "sbtree",
+            IndexKind::BwTree => "bwtree",
         }
     }
 
@@ -181,6 +187,7 @@ impl KindOptions for IndexKind {
             }
             IndexKind::Static => Ok(Box::new(StaticIndex::new(options)?)),
             IndexKind::SbTree => SbTreeOptions::default().build(options),
+            IndexKind::BwTree => crate::BwTreeOptions::default().build(options),
         }
     }
 

@@ -39,6 +39,7 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 
 pub mod btree;
+pub mod bwtree;
 pub mod elastic;
 pub mod hybrid;
 pub mod key;
@@ -56,6 +57,7 @@ mod options;
 mod stats;
 
 pub use btree::{BTreeOptions, PageOrganization};
+pub use bwtree::BwTreeOptions;
 pub use elastic::{ElasticOptions, SeqTreeOptions};
 pub use error::{Error, ExternalError};
 pub use hybrid::HybridOptions;

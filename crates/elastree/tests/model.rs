@@ -7,8 +7,8 @@ use elastree::elastic::ElasticStats;
 use elastree::sbtree::SbTreeStats;
 use elastree::{IndexBuilder, IndexKind};
 use elastree_testkit::model::{
-    as_is, base_pages, builder, prefix_pages, prefix_split_pages, run_model_merging, tiny, Built,
-    Keys, Registry, Shape,
+    as_is, base_pages, builder, bwtree_pages, prefix_pages, prefix_split_pages, run_model_merging,
+    tiny, Built, Keys, Registry, Shape,
 };
 use elastree_testkit::time_limit;
 
@@ -191,6 +191,7 @@ model_tests! {
     seqtree: IndexKind::SeqTree, as_is;
     hybrid: IndexKind::Hybrid, as_is;
     hybrid_compressed: IndexKind::HybridCompressed, as_is;
+    bwtree: IndexKind::BwTree, bwtree_pages;
 }
 
 /// The SB-tree indexes fixed-width integer keys: its model tests run the integer key sets,
@@ -267,6 +268,7 @@ fn every_writable_kind_runs_the_model_test() {
         IndexKind::Hybrid,
         IndexKind::HybridCompressed,
         IndexKind::SbTree,
+        IndexKind::BwTree,
     ];
     for kind in IndexKind::ALL.iter().filter(|k| k.is_writable()) {
         assert!(

@@ -13,8 +13,8 @@ use std::thread;
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
-    all_pairs_by, as_is, assert_same_pairs, base_pages, builder, builder_levels, prefix_pages,
-    prefix_split_pages, scaled, settled_memory, Built, Registry, Shape,
+    all_pairs_by, as_is, assert_same_pairs, base_pages, builder, builder_levels, bwtree_pages,
+    prefix_pages, prefix_split_pages, scaled, settled_memory, Built, Registry, Shape,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -341,6 +341,21 @@ fn every_page_organization_variable_keys() {
                 Enc::Var,
             );
         }
+    }
+}
+
+/// The Bw-tree with the smallest pages and chains of 2 deltas (the tests above run it with
+/// 4-entry pages and default chains): consolidations, splits, root growth and helped index
+/// entries race the writers and scanners all the time.
+#[test]
+fn bwtree_tiny_pages_short_chains() {
+    let _limit = time_limit();
+    for (unique, key_len, enc) in [
+        (true, KeyLen::Variable, Enc::Var),
+        (false, KeyLen::Variable, Enc::Var),
+        (true, KeyLen::Fixed(8), Enc::Fixed8),
+    ] {
+        run_shaped(IndexKind::BwTree, bwtree_pages, unique, key_len, true, enc);
     }
 }
 

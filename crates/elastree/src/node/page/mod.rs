@@ -10,6 +10,7 @@
 //! * `build.rs`: rebuilding a page from copied entries, and sizing pages;
 //! * `split.rs`: the split point and short separators of section II-C, splits, merges and
 //!   growth;
+//! * `image.rs`: pages built whole from sorted entries and never edited (the Bw-tree's);
 //! * `check.rs`: the invariant walk.
 //!
 //! # Keys
@@ -35,6 +36,7 @@ mod build;
 mod check;
 mod edit;
 mod encode;
+mod image;
 mod layout;
 mod policy;
 mod search;
@@ -51,6 +53,7 @@ use super::{NodeHeader, NodeRepr, SearchResult};
 pub use batch::PageBatch;
 use build::needed;
 pub use encode::MidWidth;
+pub use image::{fence, fence_cmp, PageImage};
 use layout::{FenceSpots, Form, Page, NO_FENCE};
 
 /// The largest bin a page may have: offsets and lengths are 16 bits.

@@ -1,0 +1,307 @@
+//! Delta records and the tagged link that points at a chain's top: the only module besides
+//! the mapping table that dereferences raw pointers.
+//!
+//! # Layout of a delta (one allocation)
+//!
+//! ```text
+//! 0   next      u64   the rest of the chain (a Link: a delta, or the base page)
+//! 8   kind      u8    Insert, Delete, Split or IndexEntry
+//! 10  level     u16   the page's level (0: leaf)
+//! 12  depth     u16   deltas from this one down to the base, this one included
+//! 16  key_len   u32   bytes of the key
+//! 20  high_len  u32   bytes of the high key, NO_HIGH for none (unbounded)
+//! 24  tid       u64   the key's tid (non-unique trees; 0 in unique ones)
+//! 32  high_tid  u64   the high key's tid
+//! 40  value     u64   Insert: the value; Split: the new right page; IndexEntry: the child
+//! 48  key bytes, then high key bytes
+//! ```
+//!
+//! Invariants: a delta is immutable once published (installed by a compare-and-swap on its
+//! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
+//! `next`'s depth plus one (a base page's is 0). Insert and Delete appear only on leaves,
+//! IndexEntry only on inner pages; Split and IndexEntry carry the high key (the end of the
+//! range they move).
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
+
+use super::key::Key;
+use crate::node::page::{PageConfig, PageRepr};
+use crate::node::{NodeHeader, NodeRepr};
+
+/// A mapping-table entry or a delta's `next`: null, a delta (low bit clear) or a base page
+/// (an optimized page's header, low bit set). Both are 8-aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Link(pub usize);
+
+/// What a link points at, borrowed for the epoch guard's lifetime.
+pub(super) enum Target<'g> {
+    /// No page (an id not in use).
+    Null,
+    /// A delta record.
+    Delta(&'g Delta),
+    /// A consolidated base page.
+    Base(&'g NodeHeader),
+}
+
+impl Link {
+    /// No page.
+    pub const NULL: Link = Link(0);
+
+    /// A link to a base page.
+    pub fn base(node: NonNull<NodeHeader>) -> Link {
+        Link(node.as_ptr() as usize | 1)
+    }
+
+    /// A link to a delta.
+    pub fn delta(delta: NonNull<Delta>) -> Link {
+        Link(delta.as_ptr() as usize)
+    }
+
+    /// What the link points at.
+    ///
+    /// # Safety
+    ///
+    /// The link was read from the mapping table or a published delta while the thread is
+    /// pinned (epoch), and the chain it leads to was retired, if at all, after the pin: the
+    /// target stays allocated for `'g`.
+    #[inline]
+    pub unsafe fn target<'g>(self) -> Target<'g> {
+        if self.0 == 0 {
+            Target::Null
+        } else if self.0 & 1 == 1 {
+            // SAFETY: see the function's contract.
+            Target::Base(unsafe { &*((self.0 & !1) as *const NodeHeader) })
+        } else {
+            // SAFETY: see the function's contract.
+            Target::Delta(unsafe { &*(self.0 as *const Delta) })
+        }
+    }
+
+    /// Deltas above the base page (0 for a base page or null).
+    ///
+    /// # Safety
+    ///
+    /// As [`Link::target`].
+    #[inline]
+    pub unsafe fn depth(self) -> u16 {
+        // SAFETY: the caller's contract.
+        match unsafe { self.target() } {
+            Target::Delta(d) => d.depth,
+            _ => 0,
+        }
+    }
+}
+
+/// What a delta says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Kind {
+    /// `(key, tid) -> value` (unique: replaces the key's value).
+    Insert,
+    /// `(key, tid)` is gone.
+    Delete,
+    /// Keys from `key` up to the high key moved to page `value` (the new right sibling);
+    /// this page now ends at `key`.
+    Split,
+    /// Keys from `key` up to the high key are in child `value` (posted on the parent after a
+    /// split).
+    IndexEntry,
+}
+
+/// `high_len` of a delta whose high key is unbounded.
+const NO_HIGH: u32 = u32::MAX;
+
+/// A delta record's fixed part (see the module docs); its key bytes follow it.
+#[repr(C)]
+pub(super) struct Delta {
+    next: Link,
+    kind: Kind,
+    level: u16,
+    depth: u16,
+    key_len: u32,
+    high_len: u32,
+    tid: u64,
+    high_tid: u64,
+    value: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<Delta>() == 48);
+const _: () = assert!(std::mem::align_of::<Delta>() == 8);
+
+/// A delta's contents, before it is allocated.
+pub(super) struct NewDelta<'a> {
+    pub kind: Kind,
+    pub level: u16,
+    pub key: Key<'a>,
+    pub high: Option<Key<'a>>,
+    pub value: u64,
+}
+
+impl Delta {
+    fn layout(key_len: usize, high_len: usize) -> Layout {
+        Layout::from_size_align(std::mem::size_of::<Delta>() + key_len + high_len, 8)
+            .expect("delta layout")
+    }
+
+    /// Allocates a delta on top of `next` (not yet published); returns it and its size.
+    pub fn alloc(new: &NewDelta<'_>, next: Link, depth: u16) -> (NonNull<Delta>, usize) {
+        let high = new.high.map_or(&[][..], |h| h.bytes);
+        let layout = Self::layout(new.key.bytes.len(), high.len());
+        // SAFETY: the layout is at least the fixed part, non-zero.
+        let ptr = unsafe { alloc(layout) } as *mut Delta;
+        let Some(delta) = NonNull::new(ptr) else {
+            handle_alloc_error(layout)
+        };
+        // SAFETY: freshly allocated with room for the fixed part and both keys' bytes,
+        // 8-aligned; not shared until installed.
+        unsafe {
+            delta.as_ptr().write(Delta {
+                next,
+                kind: new.kind,
+                level: new.level,
+                depth,
+                key_len: new.key.bytes.len() as u32,
+                high_len: new.high.map_or(NO_HIGH, |h| h.bytes.len() as u32),
+                tid: new.key.tid,
+                high_tid: new.high.map_or(0, |h| h.tid),
+                value: new.value,
+            });
+            let bytes = (ptr as *mut u8).add(std::mem::size_of::<Delta>());
+            std::ptr::copy_nonoverlapping(new.key.bytes.as_ptr(), bytes, new.key.bytes.len());
+            std::ptr::copy_nonoverlapping(
+                high.as_ptr(),
+                bytes.add(new.key.bytes.len()),
+                high.len(),
+            );
+        }
+        (delta, layout.size())
+    }
+
+    /// The delta's size in bytes.
+    pub fn size(&self) -> usize {
+        let high = if self.high_len == NO_HIGH {
+            0
+        } else {
+            self.high_len as usize
+        };
+        Self::layout(self.key_len as usize, high).size()
+    }
+
+    /// The key bytes that follow the fixed part.
+    #[inline]
+    fn tail(&self, from: usize, len: usize) -> &[u8] {
+        // SAFETY: `alloc` wrote `key_len + high_len` bytes after the fixed part, and the
+        // delta is immutable once published.
+        unsafe {
+            let start = (self as *const Delta as *const u8).add(std::mem::size_of::<Delta>());
+            std::slice::from_raw_parts(start.add(from), len)
+        }
+    }
+
+    /// The delta's key.
+    #[inline]
+    pub fn key(&self) -> Key<'_> {
+        Key {
+            bytes: self.tail(0, self.key_len as usize),
+            tid: self.tid,
+        }
+    }
+
+    /// The high key of a Split or IndexEntry (`None`: unbounded).
+    #[inline]
+    pub fn high(&self) -> Option<Key<'_>> {
+        (self.high_len != NO_HIGH).then(|| Key {
+            bytes: self.tail(self.key_len as usize, self.high_len as usize),
+            tid: self.high_tid,
+        })
+    }
+
+    /// What the delta says.
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The page's level.
+    #[inline]
+    pub fn level(&self) -> u16 {
+        self.level
+    }
+
+    /// Deltas from this one to the base.
+    #[inline]
+    pub fn depth(&self) -> u16 {
+        self.depth
+    }
+
+    /// Insert: the value; Split: the right page; IndexEntry: the child.
+    #[inline]
+    pub fn value(&self) -> u64 {
+        self.value
+    }
+
+    /// The rest of the chain.
+    #[inline]
+    pub fn next(&self) -> Link {
+        self.next
+    }
+}
+
+/// Frees one delta that was never published; returns its size.
+///
+/// # Safety
+///
+/// `delta` came from [`Delta::alloc`] and no other thread can reach it.
+pub(super) unsafe fn free_delta(delta: NonNull<Delta>) -> usize {
+    // SAFETY: the caller's contract; the layout is the one `alloc` used.
+    unsafe {
+        let size = delta.as_ref().size();
+        dealloc(
+            delta.as_ptr() as *mut u8,
+            Layout::from_size_align(size, 8).expect("delta layout"),
+        );
+        size
+    }
+}
+
+/// Frees a base page that was never published, or whose chain is freed; returns its size.
+///
+/// # Safety
+///
+/// `node` came from a page build and no other thread can reach it.
+pub(super) unsafe fn free_base(config: &PageConfig, node: NonNull<NodeHeader>) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { PageRepr::free(config, node) }
+}
+
+/// Frees every record of the chain at `top` (deltas and the base page); returns the bytes
+/// freed and the base's level.
+///
+/// # Safety
+///
+/// No thread can reach the chain any more: it was unlinked and its grace period has passed,
+/// or the tree is being dropped.
+pub(super) unsafe fn free_chain(config: &PageConfig, top: Link) -> (usize, u16) {
+    let (mut link, mut bytes, mut level) = (top, 0, 0);
+    loop {
+        // SAFETY: the caller's contract: every record of the chain is still allocated and
+        // only this thread reaches it.
+        match unsafe { link.target() } {
+            Target::Null => return (bytes, level),
+            Target::Delta(d) => {
+                let next = d.next();
+                level = d.level();
+                // SAFETY: as above.
+                bytes += unsafe { free_delta(NonNull::from(d)) };
+                link = next;
+            }
+            Target::Base(node) => {
+                level = node.level();
+                // SAFETY: as above.
+                bytes += unsafe { free_base(config, NonNull::from(node)) };
+                return (bytes, level);
+            }
+        }
+    }
+}

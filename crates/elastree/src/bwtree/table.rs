@@ -1,0 +1,276 @@
+//! The mapping table: logical page ids to the page's current state (a tagged [`Link`] to the
+//! top of its delta chain), growable without stopping readers.
+//!
+//! # Layout
+//!
+//! Ids are split over segments whose sizes double: segment `s` holds
+//! `FIRST_SEGMENT << s` slots, so id `i` lives in segment
+//! `msb(i + FIRST_SEGMENT) - log2(FIRST_SEGMENT)`, at the offset of `i + FIRST_SEGMENT`
+//! below that bit. The
+//! directory holds one pointer per segment ([`SEGMENTS`] of them: more ids than memory can
+//! hold pages for); a segment is allocated, zeroed, the first time an id in it is handed
+//! out, installed with a compare-and-swap (a thread that loses the race frees its copy), and
+//! never freed or moved before the table is dropped. A reader therefore loads the directory
+//! slot and the entry, and never waits for a growing table.
+//!
+//! # Ids
+//!
+//! Fresh ids come from a counter. An id whose page was removed is retired through the epoch
+//! ([`MappingTable::retire`]): it is handed out again only after every thread pinned when it
+//! was retired has unpinned, so no thread still holding the old id can see a new page under
+//! it.
+
+use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_epoch::Guard;
+
+use super::delta::Link;
+use crate::mem::ByteCounter;
+
+/// Slots of the first two segments: a small tree's table is one 8 KiB segment.
+const FIRST_SEGMENT: u64 = 1024;
+/// `log2(FIRST_SEGMENT)`.
+const FIRST_BITS: u32 = FIRST_SEGMENT.trailing_zeros();
+/// Segments in the directory: about `FIRST_SEGMENT << SEGMENTS` ids, 2^51.
+pub(super) const SEGMENTS: usize = 41;
+
+/// A logical page id.
+pub(super) type PageId = u64;
+
+/// Where id `id` lives: its segment and the offset in it.
+#[inline]
+fn locate(id: PageId) -> (usize, usize) {
+    let biased = id + FIRST_SEGMENT;
+    let bit = 63 - biased.leading_zeros();
+    let segment = (bit - FIRST_BITS) as usize;
+    (segment, (biased - (1 << bit)) as usize)
+}
+
+/// Slots of segment `s`.
+fn segment_len(s: usize) -> usize {
+    (FIRST_SEGMENT << s) as usize
+}
+
+fn segment_layout(s: usize) -> Layout {
+    Layout::array::<AtomicUsize>(segment_len(s)).expect("segment layout")
+}
+
+/// The mapping table (see the module docs).
+pub(super) struct MappingTable {
+    directory: [AtomicPtr<AtomicUsize>; SEGMENTS],
+    /// The next id never handed out.
+    next: AtomicU64,
+    /// Retired ids whose grace period has passed, shared with the epoch's deferred pushes.
+    free: Arc<Mutex<Vec<PageId>>>,
+    /// Bytes of the segments (the tree's "aux" memory).
+    bytes: ByteCounter,
+}
+
+impl MappingTable {
+    /// An empty table whose first fresh id is `first` (0 but in tests of a large table).
+    pub fn new(first: PageId) -> Self {
+        Self {
+            directory: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            next: AtomicU64::new(first),
+            free: Arc::new(Mutex::new(Vec::new())),
+            bytes: ByteCounter::new(),
+        }
+    }
+
+    /// The slot of `id`, if its segment exists.
+    #[inline]
+    fn slot(&self, id: PageId) -> Option<&AtomicUsize> {
+        let (segment, offset) = locate(id);
+        let base = self.directory.get(segment)?.load(Ordering::Acquire);
+        if base.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null directory entry points to a live segment of `segment_len`
+        // zero-initialised atomics (installed with Release after zeroing, freed only on drop)
+        // and `offset < segment_len(segment)` by `locate`.
+        Some(unsafe { &*base.add(offset) })
+    }
+
+    /// The current state of page `id` (null for an id with no page).
+    #[inline]
+    pub fn get(&self, id: PageId) -> Link {
+        self.slot(id)
+            .map_or(Link::NULL, |slot| Link(slot.load(Ordering::Acquire)))
+    }
+
+    /// Replaces page `id`'s state `expected` with `new`; `false` if it was not `expected`.
+    #[inline]
+    pub fn cas(&self, id: PageId, expected: Link, new: Link) -> bool {
+        self.slot(id).is_some_and(|slot| {
+            slot.compare_exchange(expected.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        })
+    }
+
+    /// Sets the state of `id`, an id this thread holds and has not published.
+    pub fn set(&self, id: PageId, link: Link) {
+        if let Some(slot) = self.slot(id) {
+            slot.store(link.0, Ordering::Release);
+        }
+    }
+
+    /// Hands out an id, recycled or fresh, whose slot exists and is null.
+    pub fn allocate(&self) -> PageId {
+        let recycled = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let id = recycled.unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed));
+        self.ensure_segment(locate(id).0);
+        id
+    }
+
+    /// Allocates segment `s` if no thread has.
+    fn ensure_segment(&self, s: usize) {
+        let entry = &self.directory[s];
+        if !entry.load(Ordering::Acquire).is_null() {
+            return;
+        }
+        let layout = segment_layout(s);
+        // SAFETY: the layout is non-zero-sized; zeroed atomics are valid (null links).
+        let fresh = unsafe { alloc_zeroed(layout) } as *mut AtomicUsize;
+        if fresh.is_null() {
+            handle_alloc_error(layout);
+        }
+        match entry.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => self.bytes.add(layout.size()),
+            // SAFETY: `fresh` was never shared (another thread installed its segment first).
+            Err(_) => unsafe { dealloc(fresh as *mut u8, layout) },
+        }
+    }
+
+    /// Clears `id`'s slot and hands the id back for reuse once every thread pinned now has
+    /// unpinned. The caller has unlinked the page (no new reference to the id can be made).
+    pub fn retire(&self, id: PageId, guard: &Guard) {
+        self.set(id, Link::NULL);
+        let free = Arc::clone(&self.free);
+        guard.defer(move || free.lock().unwrap_or_else(|e| e.into_inner()).push(id));
+    }
+
+    /// One more than the largest id handed out (every live id is below it).
+    pub fn end(&self) -> PageId {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Ids retired and ready for reuse.
+    #[cfg(test)]
+    pub fn recycled(&self) -> usize {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Bytes of the segments allocated.
+    pub fn bytes(&self) -> usize {
+        self.bytes.get()
+    }
+
+    /// Segments allocated.
+    #[cfg(test)]
+    pub fn segments(&self) -> usize {
+        self.directory
+            .iter()
+            .filter(|s| !s.load(Ordering::Relaxed).is_null())
+            .count()
+    }
+}
+
+impl Drop for MappingTable {
+    fn drop(&mut self) {
+        for (s, entry) in self.directory.iter().enumerate() {
+            let base = entry.load(Ordering::Relaxed);
+            if !base.is_null() {
+                // SAFETY: allocated by `ensure_segment` with this layout; the table is being
+                // dropped, so no reference into it remains.
+                unsafe { dealloc(base as *mut u8, segment_layout(s)) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_epoch as epoch;
+
+    #[test]
+    fn ids_map_to_distinct_slots_across_segments() {
+        let mut seen = std::collections::HashSet::new();
+        for id in (0..100_000).chain((1 << 24) - 5000..(1 << 24) + 5000) {
+            let (s, o) = locate(id);
+            assert!(o < segment_len(s), "id {id}: offset {o} beyond segment {s}");
+            assert!(seen.insert((s, o)), "id {id} shares a slot");
+        }
+        assert_eq!(locate(0), (0, 0));
+        assert_eq!(locate(FIRST_SEGMENT - 1), (0, FIRST_SEGMENT as usize - 1));
+        assert_eq!(locate(FIRST_SEGMENT), (1, 0));
+        assert_eq!(locate(3 * FIRST_SEGMENT), (2, 0));
+    }
+
+    #[test]
+    fn grows_past_two_to_the_24_ids_while_readers_read() {
+        // Start near 2^24 (the ids below are never used: their segments stay unallocated),
+        // then hand out ids past it while another thread reads the first ones.
+        let start = (1 << 24) - 3 * FIRST_SEGMENT;
+        let table = MappingTable::new(start);
+        let first = table.allocate();
+        table.set(first, Link(0x10));
+        let before = table.segments();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..100_000 {
+                    assert_eq!(table.get(first), Link(0x10));
+                }
+            });
+            for _ in 0..(1 << 16) {
+                let id = table.allocate();
+                assert_eq!(table.get(id), Link::NULL);
+                table.set(id, Link(id as usize * 2));
+            }
+        });
+        assert!(table.end() > 1 << 24);
+        assert!(table.segments() > before, "the directory grew");
+        for id in start + 1..table.end() {
+            assert_eq!(table.get(id), Link(id as usize * 2));
+        }
+        // Every segment holding a handed-out id exists, and its bytes are counted.
+        let expected: usize = (0..SEGMENTS)
+            .filter(|&s| !table.directory[s].load(Ordering::Relaxed).is_null())
+            .map(|s| segment_layout(s).size())
+            .sum();
+        assert_eq!(table.bytes(), expected);
+        // Only the two segments holding the ids handed out (2^23 and 2^24 slots).
+        assert_eq!(table.segments(), 2);
+    }
+
+    #[test]
+    fn retired_ids_are_reused_only_after_the_grace_period() {
+        let table = MappingTable::new(0);
+        let a = table.allocate();
+        table.set(a, Link(0x20));
+        let reader = epoch::pin();
+        table.retire(a, &epoch::pin());
+        assert_eq!(table.get(a), Link::NULL);
+        // A thread pinned before the retirement keeps the id from being recycled.
+        for _ in 0..256 {
+            epoch::pin().flush();
+        }
+        assert_eq!(table.recycled(), 0);
+        assert_ne!(table.allocate(), a);
+        drop(reader);
+        for _ in 0..256 {
+            epoch::pin().flush();
+            if table.recycled() > 0 {
+                break;
+            }
+        }
+        assert_eq!(table.allocate(), a, "the id is handed out again");
+    }
+}

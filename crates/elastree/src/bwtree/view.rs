@@ -1,0 +1,225 @@
+//! Reading a page through its delta chain: the walks that answer "is the key here, and what
+//! is its value" (leaves), "which child holds it" (inner pages) and "does this page cover
+//! it" (fences), each from one snapshot of the chain (one mapping-table read).
+//!
+//! A walk goes from the newest delta down to the base page. A Split delta whose range holds
+//! the key sends it to the right sibling (B-link); so does a base page whose high fence is
+//! at or below it. A page whose low fence is above the key was reached through a stale route:
+//! the operation starts again from the root.
+
+use std::cmp::Ordering as CmpOrdering;
+
+use super::delta::{Delta, Kind, Link, Target};
+use super::key::Key;
+use super::table::PageId;
+use super::{sibling, BwTree};
+use crate::node::page::{fence_cmp, PageRepr};
+use crate::node::{NodeHeader, NodeRepr};
+
+/// What a walk is looking for: the page holding `key` (or, `below`, the page holding the
+/// keys just below it); `key` `None` stands for a key above every other (the last page).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Probe<'a> {
+    pub key: Option<Key<'a>>,
+    pub below: bool,
+}
+
+impl<'a> Probe<'a> {
+    /// The page holding `key`.
+    pub fn at(key: Key<'a>) -> Self {
+        Probe {
+            key: Some(key),
+            below: false,
+        }
+    }
+
+    /// Whether a page ending at `high` (exclusive) lies before the probe.
+    #[inline]
+    fn past(self, high: Key<'_>) -> bool {
+        match self.key {
+            None => true,
+            Some(key) if self.below => key > high,
+            Some(key) => key >= high,
+        }
+    }
+
+    /// Whether a range starting at `low` (inclusive) lies after the probe.
+    #[inline]
+    fn before(self, low: Key<'_>) -> bool {
+        match self.key {
+            None => false,
+            Some(key) if self.below => key <= low,
+            Some(key) => key < low,
+        }
+    }
+
+    /// Whether a base page's high fence (`cmp`: the fence against the key) lies before the
+    /// probe.
+    #[inline]
+    fn past_fence(self, node: &NodeHeader, tree: &BwTree) -> bool {
+        match self.key {
+            None => fence_cmp(node, &tree.config, false, &[], 0).is_some(),
+            Some(key) => match fence_cmp(node, &tree.config, false, key.bytes, key.tid) {
+                None => false,
+                Some(CmpOrdering::Less) => true,
+                Some(CmpOrdering::Equal) => !self.below,
+                Some(CmpOrdering::Greater) => false,
+            },
+        }
+    }
+
+    /// Whether a base page's low fence lies after the probe.
+    #[inline]
+    fn before_fence(self, node: &NodeHeader, tree: &BwTree) -> bool {
+        match self.key {
+            None => false,
+            Some(key) => match fence_cmp(node, &tree.config, true, key.bytes, key.tid) {
+                None => false,
+                Some(CmpOrdering::Greater) => true,
+                Some(CmpOrdering::Equal) => self.below,
+                Some(CmpOrdering::Less) => false,
+            },
+        }
+    }
+}
+
+/// Where a walk ends.
+pub(super) enum Step<'g> {
+    /// The page covers the probe (fence walks), or the key's value (leaf lookups: `Some`
+    /// present, `None` absent).
+    Here(Option<u64>),
+    /// The probe is in child page `id` (inner pages).
+    Child(PageId),
+    /// The probe is right of this page: in `id`, the right sibling, reached through the
+    /// Split delta given (or through the base page's side link).
+    Right(PageId, Option<&'g Delta>),
+    /// The page is left of the probe's page (a stale route): start again from the root.
+    Restart,
+}
+
+/// What a walk does at the base page and at the deltas that hold entries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    /// Only whether the page covers the probe.
+    Fences,
+    /// The value of the probe's key (a leaf).
+    Lookup,
+    /// The child that holds the probe (an inner page).
+    Route,
+}
+
+impl BwTree {
+    /// Walks the chain at `top` (read from the mapping table under `'g`'s pin) for `probe`.
+    fn walk<'g>(&self, top: Link, probe: Probe<'_>, goal: Goal) -> Step<'g> {
+        let mut link = top;
+        loop {
+            // SAFETY: `top` was read from the mapping table while pinned for `'g`, and every
+            // link below it from a published (immutable) delta of the same chain; the chain
+            // is retired only after being unlinked, so it outlives the pin.
+            match unsafe { link.target::<'g>() } {
+                Target::Null => return Step::Restart,
+                Target::Delta(d) => {
+                    match d.kind() {
+                        Kind::Split if probe.past(d.key()) => {
+                            return Step::Right(d.value(), Some(d));
+                        }
+                        Kind::Insert | Kind::Delete
+                            if goal == Goal::Lookup && probe.key == Some(d.key()) =>
+                        {
+                            let value = (d.kind() == Kind::Insert).then(|| d.value());
+                            return Step::Here(value);
+                        }
+                        Kind::IndexEntry
+                            if goal == Goal::Route
+                                && !probe.before(d.key())
+                                && d.high().is_none_or(|h| !probe.past(h)) =>
+                        {
+                            return Step::Child(d.value());
+                        }
+                        _ => {}
+                    }
+                    link = d.next();
+                }
+                Target::Base(node) => return self.at_base(node, probe, goal),
+            }
+        }
+    }
+
+    /// The end of a walk at base page `node`.
+    #[inline]
+    fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
+        if probe.past_fence(node, self) {
+            return Step::Right(sibling(node), None);
+        }
+        if probe.before_fence(node, self) {
+            return Step::Restart;
+        }
+        match goal {
+            Goal::Fences => Step::Here(None),
+            Goal::Lookup => {
+                let Some(key) = probe.key else {
+                    return Step::Here(None);
+                };
+                let found = PageRepr::search(node, &self.config, key.probe(self.pairs));
+                Step::Here(
+                    found
+                        .found
+                        .then(|| PageRepr::value_at(node, &self.config, found.pos)),
+                )
+            }
+            Goal::Route => {
+                let count = PageRepr::count(node, &self.config);
+                let index = match probe.key {
+                    None => count.saturating_sub(1),
+                    Some(key) => {
+                        let found = PageRepr::search(node, &self.config, key.probe(self.pairs));
+                        match found.found && !probe.below {
+                            true => found.pos,
+                            false => match found.pos.checked_sub(1) {
+                                Some(i) => i,
+                                None => return Step::Restart,
+                            },
+                        }
+                    }
+                };
+                if count == 0 {
+                    return Step::Restart;
+                }
+                Step::Child(PageRepr::value_at(node, &self.config, index.min(count - 1)))
+            }
+        }
+    }
+
+    /// The value of `key` in the leaf chain at `top`, or where to look instead.
+    #[inline]
+    pub(super) fn lookup<'g>(&self, top: Link, key: Key<'_>) -> Step<'g> {
+        self.walk(top, Probe::at(key), Goal::Lookup)
+    }
+
+    /// The child of the inner chain at `top` that holds `probe`, or where to look instead.
+    #[inline]
+    pub(super) fn route<'g>(&self, top: Link, probe: Probe<'_>) -> Step<'g> {
+        self.walk(top, probe, Goal::Route)
+    }
+
+    /// Whether the chain at `top` covers `probe` (`Here`), or where to look instead.
+    #[inline]
+    pub(super) fn covers<'g>(&self, top: Link, probe: Probe<'_>) -> Step<'g> {
+        self.walk(top, probe, Goal::Fences)
+    }
+}
+
+/// The level of the page whose chain is at `top` (`None` for null).
+///
+/// # Safety
+///
+/// As [`Link::target`].
+#[inline]
+pub(super) unsafe fn level_of(top: Link) -> Option<u16> {
+    // SAFETY: the caller's contract.
+    match unsafe { top.target() } {
+        Target::Null => None,
+        Target::Delta(d) => Some(d.level()),
+        Target::Base(node) => Some(node.level()),
+    }
+}

@@ -1,0 +1,91 @@
+//! Inserts and removes: find the leaf, read the key's state from one snapshot of its chain,
+//! and prepend an Insert or Delete delta against that snapshot. A lost compare-and-swap
+//! reads the page again (a concurrent split may have moved the key right).
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use super::delta::{Kind, NewDelta};
+use super::key::Key;
+use super::view::{level_of, Probe, Step};
+use super::BwTree;
+
+/// What a write does given the key's current value (`None`: absent): the delta to prepend
+/// (`Some(Some(value))` an insert, `Some(None)` a delete, `None` nothing), and the
+/// operation's result.
+pub(super) type Decide<'a, T> = &'a mut dyn FnMut(Option<u64>) -> (Option<Option<u64>>, T);
+
+impl BwTree {
+    /// Applies `decide` to `key`'s current value and installs the delta it asks for;
+    /// returns its result. Linearizable: the value decided on is the one the delta replaces.
+    pub(super) fn write<T>(&self, key: Key<'_>, decide: Decide<'_, T>) -> T {
+        let guard = &epoch::pin();
+        let (mut id, _) = self.descend(Probe::at(key), 0, true, guard);
+        loop {
+            let top = self.table.get(id);
+            // SAFETY: read from the mapping table under `guard`.
+            if unsafe { level_of(top) } != Some(0) {
+                // The root grew since the descent read it.
+                id = self.descend(Probe::at(key), 0, true, guard).0;
+                continue;
+            }
+            let current = match self.lookup(top, key) {
+                Step::Here(value) => value,
+                Step::Right(right, split) => {
+                    if let Some(split) = split {
+                        self.help_split(0, split, guard);
+                    }
+                    id = right;
+                    continue;
+                }
+                Step::Child(_) | Step::Restart => {
+                    id = self.descend(Probe::at(key), 0, true, guard).0;
+                    continue;
+                }
+            };
+            let (change, result) = decide(current);
+            let Some(change) = change else {
+                return result;
+            };
+            let new = NewDelta {
+                kind: if change.is_some() {
+                    Kind::Insert
+                } else {
+                    Kind::Delete
+                },
+                level: 0,
+                key,
+                high: None,
+                value: change.unwrap_or(0),
+            };
+            let delta = self.new_delta(&new, top);
+            if self.table.cas(id, top, delta) {
+                match (current.is_some(), change.is_some()) {
+                    (false, true) => self.len.add(1),
+                    (true, false) => self.len.add(-1),
+                    _ => {}
+                }
+                self.maybe_consolidate(id, delta, guard);
+                return result;
+            }
+            self.discard(delta, false);
+        }
+    }
+
+    /// The value of `key`, read without writing shared memory.
+    pub(super) fn get(&self, key: Key<'_>, guard: &Guard) -> Option<u64> {
+        let mut top = self.descend(Probe::at(key), 0, false, guard).1;
+        loop {
+            let id = match self.lookup(top, key) {
+                Step::Here(value) => return value,
+                Step::Right(right, _) => right,
+                Step::Child(_) | Step::Restart => self.descend(Probe::at(key), 0, false, guard).0,
+            };
+            top = self.table.get(id);
+            // SAFETY: read from the mapping table under `guard`.
+            if unsafe { level_of(top) } != Some(0) {
+                // The root grew since the descent read it.
+                top = self.descend(Probe::at(key), 0, false, guard).1;
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Pages built whole and never edited in place, for trees that replace a page instead of
+//! changing it (the Bw-tree's consolidation): [`PageImage`] collects sorted entries and
+//! fences and builds a page of exactly the bytes they need, chooses split points with the
+//! page's own rule, and reads a built page's fences without copying them.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::ops::Range;
+use std::ptr::NonNull;
+
+use super::super::slotted::VarKey;
+use super::super::NodeHeader;
+use super::build::{needed, write, Content};
+use super::layout::{Page, NO_FENCE};
+use super::split::{choose_split, shortest_separator};
+use super::{alloc_page, PageConfig};
+
+/// Sorted entries with the fences of the page (or pages) to be built from them. Entries are
+/// pushed in ascending (key, tid) order; the image keeps their bytes in one buffer.
+#[derive(Default)]
+pub struct PageImage {
+    content: Content,
+}
+
+impl PageImage {
+    /// Drops every entry and fence, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.content.clear();
+    }
+
+    /// Appends an entry; `tid` is 0 in unique trees.
+    #[inline]
+    pub fn push(&mut self, key: &[u8], tid: u64, value: u64) {
+        self.content.push(key, tid, value);
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.content.len()
+    }
+
+    /// Whether no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.content.len() == 0
+    }
+
+    /// Entry `i`'s key bytes.
+    pub fn key(&self, i: usize) -> &[u8] {
+        self.content.key(i)
+    }
+
+    /// Entry `i`'s tid (0 in unique trees).
+    pub fn tid(&self, i: usize) -> u64 {
+        self.content.tid(i)
+    }
+
+    /// Entry `i`'s value.
+    pub fn value(&self, i: usize) -> u64 {
+        self.content.value(i)
+    }
+
+    /// Entry `i` as an owned key (with its tid when `config` keeps tids).
+    pub fn owned(&self, i: usize, config: &PageConfig) -> VarKey {
+        self.content.owned(i, config.with_tid)
+    }
+
+    /// Whether entries `range` with fences `low`/`high` fit one page at `level`.
+    pub fn fits(
+        &mut self,
+        config: &PageConfig,
+        level: u16,
+        range: Range<usize>,
+        (low, high): (Option<&VarKey>, Option<&VarKey>),
+    ) -> bool {
+        if range.len() > config.max_entries(level) {
+            return false;
+        }
+        self.content.low = low.cloned();
+        self.content.high = high.cloned();
+        self.content.needed_bytes(range, config.form) <= config.max_bytes(level)
+    }
+
+    /// Builds a page at `level` holding entries `range` (which fit, see [`Self::fits`]) with
+    /// fences `low`/`high`, of exactly the bytes they need (rounded to words): it is never
+    /// inserted into. Returns it unpublished, with its size.
+    pub fn build(
+        &mut self,
+        config: &PageConfig,
+        level: u16,
+        range: Range<usize>,
+        (low, high): (Option<&VarKey>, Option<&VarKey>),
+    ) -> (NonNull<NodeHeader>, usize) {
+        self.content.low = low.cloned();
+        self.content.high = high.cloned();
+        let bytes = self
+            .content
+            .needed_bytes(range.clone(), config.form)
+            .max(needed(0, 0, config.form))
+            .next_multiple_of(8)
+            .min(config.max_bytes(level));
+        let (node, size) = alloc_page(config, level, bytes);
+        // SAFETY: freshly allocated, not yet shared.
+        write(unsafe { node.as_ref() }, config, &mut self.content, range);
+        (node, size)
+    }
+
+    /// Where to split the image's entries (at least 2) with the page's rule (the middle, or
+    /// with short splits the point of section II-C), and the separator the right half starts
+    /// at (see [`Self::separator`]).
+    pub fn split(&self, config: &PageConfig, leaf: bool) -> (usize, VarKey) {
+        let at = choose_split(&self.content, leaf, config.short_splits).clamp(1, self.len() - 1);
+        (at, self.separator(config, leaf, at))
+    }
+
+    /// The separator of a split before entry `at` (`1 <= at < len`): for a leaf the shortest
+    /// key between the halves (with short splits), for an inner page entry `at`'s key.
+    pub fn separator(&self, config: &PageConfig, leaf: bool, at: usize) -> VarKey {
+        let right = self.owned(at, config);
+        if leaf {
+            shortest_separator(&self.owned(at - 1, config), right, config.short_splits)
+        } else {
+            right
+        }
+    }
+}
+
+/// How page `node`'s low fence (`low`) or high fence compares with `(key, tid)` (the tid
+/// only when the page keeps tids): `None` when that side is unbounded. Reads no more than the
+/// fence's bytes; tolerant of torn contents (clamped like every page read).
+#[inline]
+pub fn fence_cmp(
+    node: &NodeHeader,
+    config: &PageConfig,
+    low: bool,
+    key: &[u8],
+    tid: u64,
+) -> Option<CmpOrdering> {
+    let page = Page::of(node, config.form);
+    let spots = page.fence_spots();
+    let (offset, len) = if low { spots.low } else { spots.high };
+    if len == NO_FENCE {
+        return None;
+    }
+    Some(match page.bin.compare(offset, len, key) {
+        CmpOrdering::Equal if config.with_tid => page.bin.window(offset + len).cmp(&tid),
+        other => other,
+    })
+}
+
+/// Page `node`'s low fence (`low`) or high fence, `None` when unbounded.
+pub fn fence(node: &NodeHeader, config: &PageConfig, low: bool) -> Option<VarKey> {
+    Page::of(node, config.form).fence(low)
+}
