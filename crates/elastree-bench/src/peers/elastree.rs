@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use elastree::{
-    BTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats,
+    BTreeOptions, BwTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats,
     PageOrganization, SeqTreeOptions,
 };
 use elastree_dist::{DistClient, DistKind};
@@ -215,21 +215,53 @@ impl Elastree {
         })
     }
 
-    /// The name of the B+-tree in page organization `pages` (`btree-base`, `btree-prefix`).
-    pub fn pages_name(pages: PageOrganization) -> &'static str {
-        match pages {
-            PageOrganization::Base => "btree-base",
-            PageOrganization::Prefix => "btree-prefix",
-            PageOrganization::PrefixSplit => "btree-prefix-split",
+    /// The tree kinds built of pages, each in the page organizations it takes (the first
+    /// its default): the B+-tree in all three, the Bw-tree in the two optimized ones.
+    pub const PAGE_TREES: &'static [(IndexKind, &'static [PageOrganization])] = &[
+        (
+            IndexKind::BTree,
+            &[
+                PageOrganization::PrefixSplit,
+                PageOrganization::Base,
+                PageOrganization::Prefix,
+            ],
+        ),
+        (
+            IndexKind::BwTree,
+            &[PageOrganization::PrefixSplit, PageOrganization::Prefix],
+        ),
+    ];
+
+    /// The name of tree `kind` in page organization `pages` (`btree-base`, `bwtree-prefix`).
+    pub fn pages_name(kind: IndexKind, pages: PageOrganization) -> &'static str {
+        match (kind, pages) {
+            (IndexKind::BwTree, PageOrganization::Base) => "bwtree-base",
+            (IndexKind::BwTree, PageOrganization::Prefix) => "bwtree-prefix",
+            (IndexKind::BwTree, PageOrganization::PrefixSplit) => "bwtree-prefix-split",
+            (_, PageOrganization::Base) => "btree-base",
+            (_, PageOrganization::Prefix) => "btree-prefix",
+            (_, PageOrganization::PrefixSplit) => "btree-prefix-split",
         }
     }
 
-    /// A unique B+-tree in page organization `pages` for the keys of `keys` (fixed 8- and
-    /// 16-byte keys keep their integer-compared nodes whatever the organization).
-    pub fn with_pages(pages: PageOrganization, keys: &KeySet) -> Result<Self, String> {
-        let builder = IndexBuilder::new(BTreeOptions::default().pages(pages))
-            .key_len(key_len_of(keys.width()));
-        let name = Self::pages_name(pages);
+    /// A unique tree of `kind` (`btree` or `bwtree`) in page organization `pages` for the
+    /// keys of `keys` (the B+-tree's fixed 8- and 16-byte keys keep their integer-compared
+    /// nodes whatever the organization).
+    pub fn with_pages(
+        kind: IndexKind,
+        pages: PageOrganization,
+        keys: &KeySet,
+    ) -> Result<Self, String> {
+        let name = Self::pages_name(kind, pages);
+        let builder = match kind {
+            IndexKind::BTree => IndexBuilder::new(BTreeOptions::default().pages(pages)),
+            IndexKind::BwTree => IndexBuilder::new(BwTreeOptions {
+                pages,
+                ..BwTreeOptions::default()
+            }),
+            _ => return Err(format!("elastree {kind} has no page organizations ({name})")),
+        }
+        .key_len(key_len_of(keys.width()));
         let index = builder
             .build()
             .map_err(|e| format!("building elastree {name}: {e}"))?;

@@ -208,9 +208,9 @@ impl Peer {
 pub enum IndexSpec {
     /// An elastree index kind.
     Elastree(IndexKind),
-    /// elastree's B+-tree in a page organization other than its default one
-    /// (`btree-base`, `btree-prefix`).
-    Pages(PageOrganization),
+    /// elastree's B+-tree or Bw-tree in a page organization other than its default one
+    /// (`btree-base`, `btree-prefix`, `bwtree-prefix`).
+    Pages(IndexKind, PageOrganization),
     /// A distributed index kind (`elastree-dist`), on a Redis Cluster.
     Dist(DistKind),
     /// A peer index.
@@ -221,10 +221,11 @@ impl IndexSpec {
     /// Every index the benchmark knows: elastree's kinds, the B+-tree's other page
     /// organizations, then the peers.
     pub fn all() -> Vec<IndexSpec> {
-        let pages = PageOrganization::ALL
-            .iter()
-            .filter(|&&o| o != PageOrganization::default())
-            .map(|&o| IndexSpec::Pages(o));
+        let pages = Elastree::PAGE_TREES.iter().flat_map(|&(kind, organizations)| {
+            organizations[1..]
+                .iter()
+                .map(move |&o| IndexSpec::Pages(kind, o))
+        });
         IndexKind::ALL
             .iter()
             .map(|&k| IndexSpec::Elastree(k))
@@ -237,7 +238,7 @@ impl IndexSpec {
     pub fn name(self) -> &'static str {
         match self {
             IndexSpec::Elastree(kind) => kind.name(),
-            IndexSpec::Pages(pages) => Elastree::pages_name(pages),
+            IndexSpec::Pages(kind, pages) => Elastree::pages_name(kind, pages),
             IndexSpec::Dist(kind) => kind.name(),
             IndexSpec::Peer(peer) => peer.name(),
         }
@@ -298,7 +299,9 @@ impl IndexSpec {
             (IndexSpec::Elastree(kind), _) => {
                 Box::new(Elastree::with_tuning(kind, keys, budget, tuning)?)
             }
-            (IndexSpec::Pages(pages), _) => Box::new(Elastree::with_pages(pages, keys)?),
+            (IndexSpec::Pages(kind, pages), _) => {
+                Box::new(Elastree::with_pages(kind, pages, keys)?)
+            }
             (IndexSpec::Peer(Peer::BTreeMap), KeyWidth::Fixed8) => {
                 Box::new(StdBTreeMap::<u64>::new())
             }

@@ -50,10 +50,16 @@
 //!   scans and the mixed workload on 1 and 2 threads, delayed fractions from 0 to 50%, tail
 //!   latency and memory, each beside `btree`, BTreeMap and the peers.
 //!
+//! * `bwtree-update` and `bwtree-scan` ([`bwtree`]): the Bw-tree paper's Figures 10 and 11
+//!   on two threads: loads, lookups and read/update mixes from 0 to 100% updates, and scans
+//!   of 1 to 1,000,000 keys with 5% Zipfian updates, the Bw-tree in its page organizations
+//!   beside `btree` and the concurrent peers.
+//!
 //! The elastic experiments end with the targets of issue 4 they speak to, the hybrid ones
 //! with those of issue 5, each PASS or FAIL as computed from the run's numbers.
 
 pub mod baseline;
+pub mod bwtree;
 pub mod dist;
 pub mod document;
 pub mod elastic;
@@ -239,6 +245,25 @@ pub const EXPERIMENTS: &[Experiment] = &[
         base_n: hybrid::BASE_N,
         min_n: hybrid::MIN_N,
         run: hybrid::run_latency,
+    },
+    Experiment {
+        name: "bwtree-update",
+        about: "the Bw-tree paper's Figure 10: bwtree (Prefix+Split and Prefix pages) vs btree, \
+                scc, skipmap, masstree and ferntree on rand64, email, docterm and url keys: \
+                load, lookups and read/update mixes with 0, 1, 10, 50 and 100% blind updates \
+                of uniform keys, 2 threads",
+        base_n: bwtree::BASE_N,
+        min_n: bwtree::MIN_N,
+        run: bwtree::update,
+    },
+    Experiment {
+        name: "bwtree-scan",
+        about: "the Bw-tree paper's Figure 11: scans of 1 to 1,000,000 keys from uniform start \
+                keys with 5% blind updates of Zipfian keys, bwtree vs btree and the concurrent \
+                peers on rand64, email, docterm and url keys, 2 threads",
+        base_n: bwtree::BASE_N,
+        min_n: bwtree::MIN_N,
+        run: bwtree::scan,
     },
     Experiment {
         name: "sbtree-ingest",

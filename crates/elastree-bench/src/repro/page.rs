@@ -57,8 +57,8 @@ fn config(ctx: &ExperimentContext<'_>) -> RunConfig {
     // The default organization first: the summary compares the first index with BTreeMap.
     let organizations = [
         IndexSpec::Elastree(elastree::IndexKind::BTree),
-        IndexSpec::Pages(PageOrganization::Base),
-        IndexSpec::Pages(PageOrganization::Prefix),
+        IndexSpec::Pages(elastree::IndexKind::BTree, PageOrganization::Base),
+        IndexSpec::Pages(elastree::IndexKind::BTree, PageOrganization::Prefix),
     ];
     RunConfig {
         indexes: organizations

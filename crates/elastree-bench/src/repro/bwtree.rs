@@ -1,0 +1,299 @@
+//! The Bw-tree paper's experiments, each a suite of [`super::baseline`] on two threads with
+//! `bwtree` first and `btree` (the OLC B+-tree) the index every ratio is taken against, on
+//! rand64, email, docterm and url keys:
+//!
+//! * `bwtree-update` (Figure 10): loads, lookups and the read/update mixes `updates-P`
+//!   (P% blind updates of uniformly random keys, the rest lookups) for the Bw-tree in its
+//!   page organizations beside `btree` and the concurrent peers;
+//! * `bwtree-scan` (Figure 11 and the appendix table): the mixes `scan-update-L` (95% scans
+//!   of L keys from uniformly random keys, 5% blind updates of Zipfian keys) for L from 1 to
+//!   1,000,000.
+//!
+//! Each ends with the targets it speaks to, PASS or FAIL from the run's numbers, and a line
+//! plot per key set of throughput against the update share or the scan length.
+
+use std::fmt::Write as _;
+
+use elastree::{IndexKind, PageOrganization};
+
+use super::baseline::{write_suite, Suite};
+use super::document::{targets_table_of, Target};
+use super::plots::{draw_lines, plain, LineChart};
+use super::{ExperimentContext, Report};
+use crate::keys::KeySetKind;
+use crate::peers::{IndexSpec, Peer};
+use crate::runner;
+use crate::workload::{RunConfig, Workload};
+use crate::ycsb::{Ycsb, SCAN_UPDATE_MIXES, UPDATE_MIXES};
+
+/// Keys per key set at `--scale 1`: the targets' 10 million.
+pub const BASE_N: usize = 10_000_000;
+
+/// The fewest keys a Bw-tree experiment runs with (a few pages per thread).
+pub const MIN_N: usize = 10_000;
+
+/// The index every ratio is taken against.
+const BTREE: &str = "btree";
+
+/// The index under test (Prefix+Split pages, its default).
+const BWTREE: &str = "bwtree";
+
+/// The key sets of both experiments.
+const KEYSETS: &[KeySetKind] = &[
+    KeySetKind::Rand64,
+    KeySetKind::Email,
+    KeySetKind::DocTerm,
+    KeySetKind::Url,
+];
+
+/// The concurrent peers that take keys of every length.
+const PEERS: &[Peer] = &[Peer::Scc, Peer::SkipMap, Peer::MassTree, Peer::FernTree];
+
+/// Both experiments run on two threads (the targets' figure).
+const THREADS: usize = 2;
+
+/// The suite's run of `workloads`: the Bw-tree in each of its page organizations, `btree`
+/// and the peers on [`KEYSETS`], two threads.
+fn config(ctx: &ExperimentContext<'_>, workloads: Vec<Workload>) -> RunConfig {
+    let bwtree_pages = crate::peers::Elastree::PAGE_TREES
+        .iter()
+        .filter(|&&(kind, _)| kind == IndexKind::BwTree)
+        .flat_map(|&(kind, organizations)| {
+            organizations[1..]
+                .iter()
+                .map(move |&o| IndexSpec::Pages(kind, o))
+        });
+    RunConfig {
+        indexes: std::iter::once(IndexSpec::Elastree(IndexKind::BwTree))
+            .chain(bwtree_pages)
+            .chain(std::iter::once(IndexSpec::Elastree(IndexKind::BTree)))
+            .chain(PEERS.iter().map(|&p| IndexSpec::Peer(p)))
+            .collect(),
+        keysets: KEYSETS.to_vec(),
+        n: ctx.n,
+        workloads,
+        threads: vec![THREADS],
+        repeat: ctx.repeat,
+        seed: ctx.seed,
+        scan_len: crate::workload::DEFAULT_SCAN_LEN,
+        budget: crate::peers::Budget::default(),
+        tuning: crate::peers::SeqTreeTuning::default(),
+        cluster: None,
+    }
+}
+
+/// `a / b`, when both are known and `b` is positive.
+fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    a.zip(b.filter(|&b| b > 0.0)).map(|(a, b)| a / b)
+}
+
+/// A ratio as a figure.
+fn times(r: f64) -> String {
+    format!("{r:.2}x")
+}
+
+/// The smallest of `ratios` if every one is known.
+fn worst(ratios: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    ratios
+        .into_iter()
+        .try_fold(f64::INFINITY, |least, r| r.map(|r| least.min(r)))
+}
+
+/// A line plot per key set: every index's two-thread median throughput over `points` (a
+/// label and a workload each), written as `<prefix>-<keys>.png`; returns the plots.
+fn line_plots(
+    ctx: &ExperimentContext<'_>,
+    suite: &Suite<'_>,
+    (prefix, x_desc): (&str, &str),
+    points: &[(String, Workload)],
+) -> Result<Vec<(String, String)>, String> {
+    let mut plots = Vec::new();
+    let labels: Vec<String> = points.iter().map(|(label, _)| label.clone()).collect();
+    for &keys in KEYSETS {
+        let series: Vec<_> = suite
+            .labels
+            .iter()
+            .map(|index| {
+                plain(
+                    index.clone(),
+                    points
+                        .iter()
+                        .map(|&(_, w)| suite.median_at(index, keys, w, THREADS)),
+                )
+            })
+            .collect();
+        let file = format!("{prefix}-{}.png", keys.name());
+        let title = format!(
+            "{}: {keys}, {THREADS} threads, n={} (median Mops/s)",
+            suite.name, suite.cfg.n
+        );
+        let chart = LineChart {
+            title: &title,
+            x_desc,
+            y_desc: "Mops/s",
+            x_labels: &labels,
+            series: &series,
+            phases: None,
+        };
+        draw_lines(&ctx.out.join(&file), &chart).map_err(|e| format!("{file}: {e}"))?;
+        plots.push((format!("{keys}"), file));
+    }
+    Ok(plots)
+}
+
+/// A table of every index's two-thread median (Mops/s) on `keys` over `points`, with the
+/// ratio to `btree` of the Bw-tree's figures.
+fn points_table(suite: &Suite<'_>, points: &[(String, Workload)], keys: KeySetKind) -> String {
+    let mut md = String::new();
+    let w = &mut md;
+    let heads: Vec<&str> = points.iter().map(|(label, _)| label.as_str()).collect();
+    let _ = writeln!(w, "`{keys}`, {THREADS} threads, median Mops/s:\n");
+    let _ = writeln!(w, "| index | {} |", heads.join(" | "));
+    let _ = writeln!(w, "|---|{}", "---|".repeat(heads.len()));
+    for label in suite.labels {
+        let cells: Vec<String> = points
+            .iter()
+            .map(|&(_, wl)| {
+                let v = suite.median_at(label, keys, wl, THREADS);
+                let ratio = over(v, suite.median_at(BTREE, keys, wl, THREADS));
+                match (v, ratio) {
+                    (Some(v), Some(r)) if label != BTREE => format!("{v:.3} ({r:.2}x)"),
+                    (Some(v), _) => format!("{v:.3}"),
+                    (None, _) => "-".to_string(),
+                }
+            })
+            .collect();
+        let _ = writeln!(w, "| `{label}` | {} |", cells.join(" | "));
+    }
+    md
+}
+
+/// Measures `cfg`, then returns its suite report (ratios to `btree`) with `targets` first,
+/// a table per key set over `points` and their line plots.
+fn run(
+    ctx: &ExperimentContext<'_>,
+    cfg: &RunConfig,
+    targets: impl Fn(&Suite<'_>) -> Vec<Target>,
+    plot: (&str, &str),
+    points: &[(String, Workload)],
+) -> Result<Report, String> {
+    cfg.validate()?;
+    let rows = runner::measure(cfg);
+    let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
+    let mut report = write_suite(ctx, cfg, &labels, BTREE, &rows)?;
+    let suite = Suite {
+        name: ctx.experiment.name,
+        cfg,
+        labels: &labels,
+        baseline: BTREE,
+        rows: &rows,
+    };
+    let table = targets_table_of("10 million keys", &targets(&suite));
+    let tables: String = KEYSETS
+        .iter()
+        .map(|&keys| points_table(&suite, points, keys))
+        .collect::<Vec<_>>()
+        .join("\n");
+    report.summary = format!("{table}\n{tables}");
+    report.sections.insert(0, ("Targets".to_string(), table));
+    report
+        .sections
+        .push(("By key set".to_string(), tables.clone()));
+    for (name, file) in line_plots(ctx, &suite, plot, points)? {
+        report.plots.push((name, file.clone()));
+        report.files.push(file);
+    }
+    report.facts.push(format!(
+        "{THREADS} threads; ratios are to {BTREE}, elastree's OLC B+-tree; `bwtree` has \
+         Prefix+Split pages, `bwtree-prefix` pages split in the middle"
+    ));
+    Ok(report)
+}
+
+/// `bwtree-update`.
+pub(super) fn update(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
+    let mixes: Vec<(String, Workload)> = UPDATE_MIXES
+        .iter()
+        .map(|&(p, _)| (format!("{p}%"), Workload::Ycsb(Ycsb::Updates(p))))
+        .collect();
+    let workloads = [Workload::Load, Workload::Lookup]
+        .into_iter()
+        .chain(mixes.iter().map(|&(_, w)| w))
+        .collect();
+    let cfg = config(ctx, workloads);
+    let targets = |suite: &Suite<'_>| {
+        let vs = |index: &str, base: &str, keys: KeySetKind, w: Workload| {
+            over(
+                suite.median_at(index, keys, w, THREADS),
+                suite.median_at(base, keys, w, THREADS),
+            )
+        };
+        let both = [KeySetKind::Rand64, KeySetKind::Email];
+        let writes = [Workload::Load, Workload::Ycsb(Ycsb::Updates(100))];
+        vec![
+            Target::check(
+                "lookups, 2 threads: at least 0.9x btree on rand64 and email (the smaller)",
+                worst(both.map(|k| vs(BWTREE, BTREE, k, Workload::Lookup))),
+                |r| r >= 0.9,
+                times,
+            ),
+            Target::check(
+                "inserts (load) and updates (updates-100), 2 threads: at least 0.8x btree on \
+                 rand64 and email (the smallest)",
+                worst(
+                    both.iter()
+                        .flat_map(|&k| writes.map(|w| vs(BWTREE, BTREE, k, w))),
+                ),
+                |r| r >= 0.8,
+                times,
+            ),
+            Target::check(
+                "lookups with Prefix+Split pages: at least 1.2x Base pages on docterm and \
+                 email (the smaller; bwtree-base where the Bw-tree builds Base pages)",
+                worst(
+                    [KeySetKind::DocTerm, KeySetKind::Email].map(|k| {
+                        let base = crate::peers::Elastree::pages_name(
+                            IndexKind::BwTree,
+                            PageOrganization::Base,
+                        );
+                        vs(BWTREE, base, k, Workload::Lookup)
+                    }),
+                ),
+                |r| r >= 1.2,
+                times,
+            ),
+        ]
+    };
+    run(ctx, &cfg, targets, ("updates", "blind updates (%)"), &mixes)
+}
+
+/// `bwtree-scan`.
+pub(super) fn scan(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
+    let mixes: Vec<(String, Workload)> = SCAN_UPDATE_MIXES
+        .iter()
+        .map(|&(len, _)| (len.to_string(), Workload::Ycsb(Ycsb::ScanUpdate(len))))
+        .collect();
+    let cfg = config(ctx, mixes.iter().map(|&(_, w)| w).collect());
+    let targets = |suite: &Suite<'_>| {
+        let w = Workload::Ycsb(Ycsb::ScanUpdate(1_000));
+        vec![Target::check(
+            "scans of 1,000 keys (with 5% updates), 2 threads: at least as fast as btree on \
+             every key set (the smallest ratio)",
+            worst(KEYSETS.iter().map(|&k| {
+                over(
+                    suite.median_at(BWTREE, k, w, THREADS),
+                    suite.median_at(BTREE, k, w, THREADS),
+                )
+            })),
+            |r| r >= 1.0,
+            times,
+        )]
+    };
+    let mut report = run(ctx, &cfg, targets, ("scans", "keys per scan"), &mixes)?;
+    report.facts.push(
+        "an operation is a scan (95%) or a blind update (5%): Mops/s counts both; a scan \
+         visits L keys unless it reaches the end of the key set"
+            .to_string(),
+    );
+    Ok(report)
+}
