@@ -1,0 +1,47 @@
+//! Load and lookup throughput of the Bw-tree by consolidation threshold (chain length):
+//! `cargo run --release -p elastree --example bw_chain [keys] [threads]`, random 8-byte
+//! keys; used to choose `bwtree::DEFAULT_CHAIN_LENGTH`.
+
+use std::time::Instant;
+
+use elastree::{BwTreeOptions, Index, IndexBuilder};
+
+/// A multiplicative hash: distinct, scattered 8-byte keys.
+fn key(i: u64) -> [u8; 8] {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("keys"));
+    let threads: u64 = args.next().map_or(2, |a| a.parse().expect("threads"));
+    for chain_length in [1, 2, 4, 8, 16] {
+        let index = IndexBuilder::new(BwTreeOptions {
+            chain_length,
+            ..BwTreeOptions::default()
+        })
+        .build()
+        .expect("index");
+        let run = |f: &(dyn Fn(&dyn Index, u64) + Sync)| {
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let index = &*index;
+                    s.spawn(move || {
+                        for i in (t..n).step_by(threads as usize) {
+                            f(index, i);
+                        }
+                    });
+                }
+            });
+            n as f64 / start.elapsed().as_secs_f64() / 1e6
+        };
+        let load = run(&|index, i| {
+            index.insert(&key(i), i).expect("insert");
+        });
+        let lookup = run(&|index, i| {
+            assert_eq!(index.get(&key(i)).expect("get"), Some(i));
+        });
+        println!("chain {chain_length:2}: load {load:.3} Mops/s, lookup {lookup:.3} Mops/s");
+    }
+}
