@@ -183,15 +183,6 @@ impl<'n> WordBytes<'n> {
         }
     }
 
-    /// Asks the CPU to start loading the word that holds byte `offset` (and the next cache
-    /// line when the `len` bytes from there cross into it).
-    #[inline]
-    pub(crate) fn prefetch(&self, offset: usize, len: usize) {
-        let w = (offset / 8).min(self.words.len() - 1);
-        let end = ((offset + len) / 8).min(self.words.len() - 1);
-        super::prefetch(&self.words[w..=end]);
-    }
-
     /// Stores `bytes` as whole words from word `first` on (`bytes.len()` a multiple of 8).
     /// Writer only, as [`WordBytes::write`].
     pub(crate) fn store_words(&self, first: usize, bytes: &[u8]) {
