@@ -14,6 +14,8 @@ use super::layout::{Meta, Mids, Page, NO_FENCE};
 struct Remainder<'a> {
     mid: u64,
     suffix: &'a [u8],
+    /// The suffix's first 8 bytes as a big-endian word (zero past its end).
+    head: u64,
     tid: Option<u64>,
 }
 
@@ -62,15 +64,33 @@ impl Page<'_> {
     }
 
     /// Compares entry `i` with a probe whose mid-key equals the entry's: by suffix, then
-    /// (non-unique trees) by tid.
+    /// (non-unique trees) by tid. The suffixes' first words decide most ties: they are
+    /// compared as integers first (the probe's read once per search), and the bytes after
+    /// them only when they are equal.
     #[inline(always)]
-    pub fn compare_tail(&self, i: usize, suffix: &[u8], tid: Option<u64>) -> CmpOrdering {
+    fn compare_tail(&self, i: usize, probe: &Remainder<'_>) -> CmpOrdering {
         let (offset, len) = self.suffix_at(i);
-        match self.bin.compare(offset, len, suffix) {
+        let stored = self.bin.window(offset);
+        let head = probe.head;
+        let n = len.min(probe.suffix.len());
+        let by_suffix = if n >= 8 {
+            if stored != head {
+                stored.cmp(&head)
+            } else {
+                self.bin.compare_after_word(offset, len, probe.suffix)
+            }
+        } else {
+            // The top `n` bytes (none when `n` is 0), then the lengths.
+            let mask = !(u64::MAX >> (8 * n));
+            (stored & mask)
+                .cmp(&(head & mask))
+                .then(len.cmp(&probe.suffix.len()))
+        };
+        match by_suffix {
             CmpOrdering::Equal => {}
             other => return other,
         }
-        match tid {
+        match probe.tid {
             Some(tid) if self.with_tid() => self.tid(i).cmp(&tid),
             _ => CmpOrdering::Equal,
         }
@@ -110,9 +130,11 @@ impl Page<'_> {
         }
         let rest = &key[meta.prefix_len.min(key.len())..];
         let (mid, in_mid) = self.form.mid.encode(rest);
+        let suffix = &rest[in_mid..];
         let probe = Remainder {
             mid,
-            suffix: &rest[in_mid..],
+            suffix,
+            head: key_word(suffix, 0),
             tid: probe.tid(),
         };
         match self.mids {
@@ -136,7 +158,7 @@ impl Page<'_> {
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
-                match self.compare_tail(middle, probe.suffix, probe.tid) {
+                match self.compare_tail(middle, &probe) {
                     CmpOrdering::Less => lower = middle,
                     CmpOrdering::Greater => {}
                     CmpOrdering::Equal => {
@@ -159,7 +181,7 @@ impl Page<'_> {
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
-                match self.compare_tail(middle, probe.suffix, probe.tid) {
+                match self.compare_tail(middle, &probe) {
                     CmpOrdering::Less => lower = middle,
                     CmpOrdering::Greater => {}
                     CmpOrdering::Equal => {
@@ -173,7 +195,7 @@ impl Page<'_> {
             n -= half;
         }
         let last = match mids.get(lower).map_or(0, MidSlot::value).cmp(&probe.mid) {
-            CmpOrdering::Equal => self.compare_tail(lower, probe.suffix, probe.tid),
+            CmpOrdering::Equal => self.compare_tail(lower, &probe),
             other => other,
         };
         match last {
