@@ -6,11 +6,14 @@
 //!     target/release/examples/page_paths email 200000 prefix-split
 //! ```
 //!
-//! Arguments: `[key set] [keys] [pages: base|prefix|prefix-split] [rounds] [mid-key bytes: 4|8]
-//! [phases]` (default `email 200000 prefix-split 1 8 lookup,scan`; the load always runs). Each phase is a function of its own (`load`, `lookups`, `scans`),
-//! so `--toggle-collect` counts one of them; timings are printed too, for a quick look (on
-//! this shared machine, compare versions by instruction counts).
+//! Arguments: `[key set] [keys] [pages: base|prefix|prefix-split|btreemap] [rounds] [mid-key
+//! bytes: 4|8] [phases]` (default `email 200000 prefix-split 1 8 lookup,scan`; the load always
+//! runs). Each phase is a function of its own (`load`, `lookups`, `scans`; with `btreemap`,
+//! `std::collections::BTreeMap<Vec<u8>, u64>` instead of the tree: `map_load`, `map_lookups`,
+//! `map_scans`), so `--toggle-collect` counts one of them; timings are printed too, for a
+//! quick look (on this shared machine, compare versions by instruction counts).
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::time::Instant;
 
@@ -24,10 +27,12 @@ fn main() {
         .map_or(Ok(KeySetKind::Email), |s| s.parse())
         .expect("a key set");
     let n: usize = args.next().map_or(200_000, |s| s.parse().expect("keys"));
-    let pages: PageOrganization = args
-        .next()
-        .map_or(Ok(PageOrganization::PrefixSplit), |s| s.parse())
-        .expect("a page organization");
+    let pages_arg = args.next();
+    let map_only = pages_arg.as_deref() == Some("btreemap");
+    let pages: PageOrganization = match pages_arg {
+        Some(s) if !map_only => s.parse().expect("a page organization"),
+        _ => PageOrganization::PrefixSplit,
+    };
     let rounds: usize = args.next().map_or(1, |s| s.parse().expect("rounds"));
     let mid_key = match args.next().as_deref() {
         Some("4") => MidWidth::Four,
@@ -55,6 +60,10 @@ fn main() {
         .expect("build");
     let bytes: Vec<Vec<u8>> = (0..keys.len()).map(|i| keys.key(i).to_bytes()).collect();
     let secs = |start: Instant| start.elapsed().as_secs_f64();
+    if map_only {
+        run_map(kind.name(), &bytes, lookup_rounds, scan_rounds);
+        return;
+    }
 
     let start = Instant::now();
     load(&*index, &bytes);
@@ -115,6 +124,69 @@ fn scans(index: &dyn Index, keys: &[Vec<u8>], order: &[usize]) -> usize {
                 &mut |key, tid| sum = sum.wrapping_add(tid ^ key.len() as u64),
             )
             .expect("scan");
+        std::hint::black_box(sum);
+    }
+    visited
+}
+
+/// The same phases on `BTreeMap<Vec<u8>, u64>`, the benchmark's reference.
+fn run_map(name: &str, bytes: &[Vec<u8>], lookup_rounds: usize, scan_rounds: usize) {
+    let n = bytes.len();
+    let secs = |start: Instant| start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let map = map_load(bytes);
+    let load_s = secs(start);
+    let order: Vec<usize> = (0..n).map(|i| (i * 7_919 + 13) % n).collect();
+    let start = Instant::now();
+    let mut hits = 0;
+    for _ in 0..lookup_rounds {
+        hits += map_lookups(&map, bytes, &order);
+    }
+    let lookup_s = secs(start);
+    let start = Instant::now();
+    let mut visited = 0;
+    for _ in 0..scan_rounds {
+        visited += map_scans(&map, bytes, &order);
+    }
+    let scan_s = secs(start);
+    println!(
+        "{name} {n} keys, BTreeMap: load {:.3} Mops/s, lookup {:.3} Mops/s ({hits} hits), scan {:.3} M keys/s",
+        n as f64 / load_s / 1e6,
+        (n * lookup_rounds) as f64 / lookup_s / 1e6,
+        visited as f64 / scan_s / 1e6,
+    );
+}
+
+#[inline(never)]
+fn map_load(keys: &[Vec<u8>]) -> BTreeMap<Vec<u8>, u64> {
+    let mut map = BTreeMap::new();
+    for (tid, key) in keys.iter().enumerate() {
+        map.insert(key.clone(), tid as u64);
+    }
+    map
+}
+
+#[inline(never)]
+fn map_lookups(map: &BTreeMap<Vec<u8>, u64>, keys: &[Vec<u8>], order: &[usize]) -> usize {
+    order
+        .iter()
+        .filter(|&&i| map.get(&keys[i]) == Some(&(i as u64)))
+        .count()
+}
+
+#[inline(never)]
+fn map_scans(map: &BTreeMap<Vec<u8>, u64>, keys: &[Vec<u8>], order: &[usize]) -> usize {
+    let mut visited = 0;
+    for &i in order.iter().step_by(4) {
+        let mut sum = 0u64;
+        let from: &[u8] = &keys[i];
+        for (key, tid) in map
+            .range::<[u8], _>((Bound::Included(from), Bound::Unbounded))
+            .take(15)
+        {
+            sum = sum.wrapping_add(tid ^ key.len() as u64);
+            visited += 1;
+        }
         std::hint::black_box(sum);
     }
     visited

@@ -1,10 +1,10 @@
 //! Range scans, ascending along the leaf chain and descending by re-descents.
 //!
-//! A scan copies the qualifying entries of one leaf into a batch ([`NodeRepr::Batch`]: each
-//! representation copies in its own form), validates the leaf's version, and only then hands
-//! the entries to the caller, so every visited pair was present when the leaf was validated.
-//! After a failed validation it restarts from the root at the last key it returned
-//! (exclusive), so keys never repeat or go backwards. Where a leaf's qualifying entries end
+//! A scan hands out the qualifying entries of one leaf through its batch
+//! ([`NodeRepr::Batch`]: each representation reads in its own way), which validates the
+//! leaf's version before it hands out an entry, so every visited pair was present at the
+//! version the leaf was read at. After a failed validation the scan restarts from the root
+//! at the last key it returned (exclusive), so keys never repeat or go backwards. Where a leaf's qualifying entries end
 //! is found with one search per bound, not a comparison per key.
 //!
 //! Each thread keeps its batch and the scan's resume keys for variable-length keys from scan
@@ -16,7 +16,7 @@ use crossbeam_epoch::{self as epoch, Guard};
 
 use super::policy::LeafPolicy;
 use super::{Tree, Visit};
-use crate::node::batch::{with_thread_scratch, CopyFrom, LeafBatch};
+use crate::node::batch::{with_thread_scratch, LeafBatch, ScanLeaf};
 use crate::node::{NodeHeader, NodeRepr};
 use crate::sync::Restart;
 
@@ -117,30 +117,32 @@ impl<R: LeafPolicy> Tree<R> {
             };
             let mut start = first_at::<R>(leaf.node, config, start_bound);
             loop {
-                state.batch.clear();
                 let count = R::count(leaf.node, config);
                 let end = end_at::<R>(leaf.node, config, upper, count);
                 let take = end.saturating_sub(start).min(limit - visited);
                 R::prefetch_keys(leaf.node, config, start, start + take);
-                state
-                    .batch
-                    .copy_from(leaf.node, config, (start, start + take), false);
+                // Read before the batch's validations, which cover it.
                 let next = leaf.node.link();
-                if leaf.read.validate().is_err() {
-                    continue 'restart;
-                }
-                state.batch.emit(visit);
-                visited += take;
+                let handed = state.batch.visit_leaf(
+                    leaf.node,
+                    config,
+                    (start, start + take),
+                    false,
+                    (&leaf.read, visit),
+                );
+                let handed = match handed {
+                    Ok(n) => n,
+                    Err(n) => {
+                        visited += n;
+                        remember_last::<R>(&state.batch, &mut state.resume, &mut resumed);
+                        continue 'restart;
+                    }
+                };
+                visited += handed;
                 if end < count || visited == limit || next.is_null() {
                     return visited;
                 }
-                if let Some(last) = state.batch.last_key() {
-                    match &mut state.resume {
-                        Some(key) => key.clone_from(last),
-                        slot => *slot = Some(last.clone()),
-                    }
-                    resumed = true;
-                }
+                remember_last::<R>(&state.batch, &mut state.resume, &mut resumed);
                 // SAFETY: `next` was read from the leaf at a validated version, so it is a
                 // published leaf, kept allocated by the epoch guard.
                 let next: &NodeHeader = unsafe { &*next };
@@ -210,20 +212,23 @@ impl<R: LeafPolicy> Tree<R> {
             else {
                 continue;
             };
-            state.batch.clear();
             let count = R::count(leaf.node, config);
             let stop = end_at::<R>(leaf.node, config, end_bound, count);
             let low = first_at::<R>(leaf.node, config, lower).min(stop);
             let begin = low.max(stop.saturating_sub(limit - visited));
             R::prefetch_keys(leaf.node, config, begin, stop);
-            state
-                .batch
-                .copy_from(leaf.node, config, (begin, stop), true);
-            if leaf.read.validate().is_err() {
-                continue;
+            let handed =
+                state
+                    .batch
+                    .visit_leaf(leaf.node, config, (begin, stop), true, (&leaf.read, visit));
+            match handed {
+                Ok(n) => visited += n,
+                Err(n) => {
+                    visited += n;
+                    remember_last::<R>(&state.batch, &mut state.resume, &mut resumed);
+                    continue;
+                }
             }
-            state.batch.emit(visit);
-            visited += stop - begin;
             // The lower bound falls in this leaf (or at its start), or the limit is reached.
             if low > 0 || visited == limit {
                 return visited;
@@ -289,6 +294,19 @@ impl<R: LeafPolicy> Tree<R> {
             visit = Self::step(&visit, self.child_at(node, slot))?;
         }
         Ok((visit, has_fence))
+    }
+}
+
+/// Makes the key `batch` handed out last (if it handed any out) the one a restarted scan
+/// resumes after, reusing the resume key's buffer.
+#[inline]
+fn remember_last<R: NodeRepr>(batch: &R::Batch, resume: &mut Option<R::Owned>, resumed: &mut bool) {
+    if let Some(last) = batch.last_key() {
+        match resume {
+            Some(key) => key.clone_from(last),
+            slot => *slot = Some(last.clone()),
+        }
+        *resumed = true;
     }
 }
 

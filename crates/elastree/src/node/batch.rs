@@ -1,10 +1,11 @@
-//! Scan batches: the entries a range scan copies out of one leaf under an optimistic read,
-//! held until the leaf's version validates and then handed to the caller.
+//! Scan batches: how a range scan hands out the entries of one leaf read under an optimistic
+//! version, so that every entry handed out was validated first.
 //!
-//! A representation copies entries in whatever form is cheapest for it ([`NodeRepr::Batch`]):
-//! [`SlotBatch`] holds owned keys (reused slot by slot, so that once it has grown it allocates
-//! nothing), and the optimized page's batch holds the page prefix once and each entry's
-//! mid-key and suffix, assembling every key into one buffer only as it hands it out.
+//! A representation does it in whatever way is cheapest for it ([`NodeRepr::Batch`]):
+//! [`SlotBatch`] copies owned keys (reused slot by slot, so that once it has grown it
+//! allocates nothing), validates the leaf once and hands them out; the optimized page's batch
+//! assembles each key straight from the page into a reusable buffer and validates the leaf
+//! before handing out each one (`node/page/batch.rs`).
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -12,43 +13,43 @@ use std::cell::RefCell;
 use smallvec::SmallVec;
 
 use super::{NodeHeader, NodeRepr};
+use crate::sync::Optimistic;
 
-/// The entries of one leaf a scan has copied, keys of type `K`.
+/// What a scan keeps of the leaf it visits: the last key it handed out (the key a scan
+/// resumes after), and whatever buffers it reuses from leaf to leaf.
 pub trait LeafBatch: Default + Send + 'static {
     /// The key type handed out.
     type Key;
 
-    /// Drops the entries (keeping buffers for reuse).
-    fn clear(&mut self);
-
-    /// Entries held.
-    fn len(&self) -> usize;
-
-    /// Whether the batch holds no entry.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Hands every entry to `visit`, in the order they were copied.
-    fn emit(&mut self, visit: &mut dyn FnMut(&Self::Key, u64));
-
-    /// The last entry's key (after [`LeafBatch::emit`]: the last one handed out).
+    /// The key handed out last by the latest [`ScanLeaf::visit_leaf`], if it handed any out.
     fn last_key(&self) -> Option<&Self::Key>;
 }
 
-/// How a batch copies entries of representation `R`'s leaves: [`SlotBatch`] serves every
-/// representation through its key and value accessors, a representation with a batch of its
-/// own (the optimized page) implements it for itself.
-pub trait CopyFrom<R: NodeRepr> {
-    /// Copies entries `from..to` of leaf `node` after what the batch holds (the last first
-    /// when `descending`). Read under an optimistic version: tolerant of torn contents.
-    fn copy_from(
+/// The optimistic read of a leaf and the scan's callback, as [`ScanLeaf::visit_leaf`] takes
+/// them.
+pub type ReadAndVisit<'r, 'v, K> = (&'r Optimistic<'r>, &'v mut dyn FnMut(&K, u64));
+
+/// How a scan hands out entries of representation `R`'s leaves under an optimistic read:
+/// [`SlotBatch`] serves every representation through its key and value accessors (copy the
+/// entries, validate once, hand them out), a representation with a way of its own (the
+/// optimized page, which assembles each key straight from the page) implements it for
+/// itself.
+pub trait ScanLeaf<R: NodeRepr>: LeafBatch<Key = R::Owned> {
+    /// Hands entries `from..to` of leaf `node` to `visit` (the last first when `descending`),
+    /// each only after `read` validated the leaf at a point after that entry was read, and
+    /// validates `read` at least once even when the range is empty (so that whatever the
+    /// caller read of the leaf before the call is validated too). Returns `Ok(n)` when all
+    /// `n` entries were handed out, or `Err(n)` when a validation failed after `n` of them
+    /// were (those were present at the version the read began at; the rest were not handed
+    /// out). Tolerant of torn contents.
+    fn visit_leaf(
         &mut self,
         node: &NodeHeader,
         config: &R::Config,
         range: (usize, usize),
         descending: bool,
-    );
+        read_and_visit: ReadAndVisit<'_, '_, R::Owned>,
+    ) -> Result<usize, usize>;
 }
 
 thread_local! {
@@ -135,38 +136,32 @@ impl<K> SlotBatch<K> {
     }
 }
 
-impl<K, R: NodeRepr<Owned = K>> CopyFrom<R> for SlotBatch<K> {
+impl<K: Send + 'static, R: NodeRepr<Owned = K>> ScanLeaf<R> for SlotBatch<K> {
+    /// Copies the entries, validates once, then hands them all out.
     #[inline]
-    fn copy_from(
+    fn visit_leaf(
         &mut self,
         node: &NodeHeader,
         config: &R::Config,
         range: (usize, usize),
         descending: bool,
-    ) {
+        (read, visit): ReadAndVisit<'_, '_, K>,
+    ) -> Result<usize, usize> {
+        self.len = 0;
         self.copy::<R>(node, config, range, descending);
+        if read.validate().is_err() {
+            self.len = 0;
+            return Err(0);
+        }
+        for (key, value) in &self.slots[..self.len] {
+            visit(key, *value);
+        }
+        Ok(self.len)
     }
 }
 
 impl<K: Send + 'static> LeafBatch for SlotBatch<K> {
     type Key = K;
-
-    #[inline]
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn emit(&mut self, visit: &mut dyn FnMut(&K, u64)) {
-        for (key, value) in &self.slots[..self.len] {
-            visit(key, *value);
-        }
-    }
 
     #[inline]
     fn last_key(&self) -> Option<&K> {

@@ -26,7 +26,7 @@ pub(crate) const fn words_for(bytes: usize) -> usize {
 
 /// The 8 bytes of `key` from `at` on as a big-endian word, zero past the key's end. One
 /// unaligned load when the key has 8 bytes there, or when it has 8 bytes at all (the last 8,
-/// shifted); a short key is assembled byte by byte.
+/// shifted); a shorter key takes two overlapping loads of 4 or 2 bytes (or one byte).
 #[inline]
 pub(crate) fn key_word(key: &[u8], at: usize) -> u64 {
     let len = key.len();
@@ -41,11 +41,24 @@ pub(crate) fn key_word(key: &[u8], at: usize) -> u64 {
         let last = u64::from_be_bytes(key[len - 8..].try_into().expect("8 bytes"));
         return last << (8 * (8 - take));
     }
-    let mut word = 0u64;
-    for (i, &b) in key[at..].iter().enumerate() {
-        word |= u64::from(b) << (56 - 8 * i);
+    // `take` (1 to 7) bytes from `at`: the first and the last few, which overlap (the same
+    // bytes land on the same places), placed from the word's top.
+    let rest = &key[at..];
+    if take >= 4 {
+        let first = u64::from(u32::from_be_bytes(rest[..4].try_into().expect("4 bytes")));
+        let last = u64::from(u32::from_be_bytes(
+            rest[take - 4..].try_into().expect("4 bytes"),
+        ));
+        (first << 32) | (last << (8 * (8 - take)))
+    } else if take >= 2 {
+        let first = u64::from(u16::from_be_bytes(rest[..2].try_into().expect("2 bytes")));
+        let last = u64::from(u16::from_be_bytes(
+            rest[take - 2..].try_into().expect("2 bytes"),
+        ));
+        (first << 48) | (last << (8 * (8 - take)))
+    } else {
+        u64::from(rest[0]) << 56
     }
-    word
 }
 
 /// The mask of the top `n` (1 to 8) bytes of a word.
@@ -57,15 +70,28 @@ pub(crate) fn top_bytes(n: usize) -> u64 {
 /// Compares `n` bytes of two byte sources given as big-endian word readers (`a(i)`, `b(i)`:
 /// the 8 bytes from byte `i` on), then the lengths: byte-string order of the first
 /// `a_len`/`b_len` bytes where `n = min(a_len, b_len)`.
-#[inline]
+#[cfg(test)]
 pub(crate) fn compare_words(
     a: impl Fn(usize) -> u64,
     a_len: usize,
     b: impl Fn(usize) -> u64,
     b_len: usize,
 ) -> CmpOrdering {
+    compare_words_from(a, a_len, b, b_len, 0)
+}
+
+/// [`compare_words`] when the first `from` bytes (a multiple of 8, at most the shorter
+/// length) are known to be equal.
+#[inline]
+pub(crate) fn compare_words_from(
+    a: impl Fn(usize) -> u64,
+    a_len: usize,
+    b: impl Fn(usize) -> u64,
+    b_len: usize,
+    from: usize,
+) -> CmpOrdering {
     let n = a_len.min(b_len);
-    let mut i = 0;
+    let mut i = from;
     while i < n {
         let mask = top_bytes((n - i).min(8));
         let (x, y) = (a(i) & mask, b(i) & mask);
@@ -122,13 +148,31 @@ impl<'n> WordBytes<'n> {
 
     /// Compares the `len` stored bytes at `offset` with `probe`, as byte strings (a prefix
     /// first).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn compare(&self, offset: usize, len: usize, probe: &[u8]) -> CmpOrdering {
         compare_words(
             |i| self.window(offset + i),
             len,
             |i| key_word(probe, i),
             probe.len(),
+        )
+    }
+
+    /// [`WordBytes::compare`] when the first 8 bytes of both are known to be equal (and both
+    /// have at least 8).
+    #[inline]
+    pub(crate) fn compare_after_word(
+        &self,
+        offset: usize,
+        len: usize,
+        probe: &[u8],
+    ) -> CmpOrdering {
+        compare_words_from(
+            |i| self.window(offset + i),
+            len,
+            |i| key_word(probe, i),
+            probe.len(),
+            8,
         )
     }
 
@@ -183,15 +227,6 @@ impl<'n> WordBytes<'n> {
         }
     }
 
-    /// Asks the CPU to start loading the word that holds byte `offset` (and the next cache
-    /// line when the `len` bytes from there cross into it).
-    #[inline]
-    pub(crate) fn prefetch(&self, offset: usize, len: usize) {
-        let w = (offset / 8).min(self.words.len() - 1);
-        let end = ((offset + len) / 8).min(self.words.len() - 1);
-        super::prefetch(&self.words[w..=end]);
-    }
-
     /// Stores `bytes` as whole words from word `first` on (`bytes.len()` a multiple of 8).
     /// Writer only, as [`WordBytes::write`].
     pub(crate) fn store_words(&self, first: usize, bytes: &[u8]) {
@@ -227,7 +262,19 @@ mod tests {
 
     #[test]
     fn key_words_are_zero_padded_big_endian_windows() {
-        let keys: [&[u8]; 4] = [b"", b"abc", b"abcdefgh", b"abcdefghijklmnopq"];
+        // Keys of every length up to 8 take the short-key loads at every offset.
+        let keys: [&[u8]; 10] = [
+            b"",
+            b"a",
+            b"ab",
+            b"abc",
+            b"abcd",
+            b"abcde",
+            b"abcdef",
+            b"abcdefg",
+            b"abcdefgh",
+            b"abcdefghijklmnopq",
+        ];
         for key in keys {
             for at in 0..key.len() + 10 {
                 let mut expected = [0u8; 8];

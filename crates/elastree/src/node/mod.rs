@@ -43,7 +43,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering};
 
 use crate::sync::VersionLock;
-use batch::{CopyFrom, LeafBatch};
+use batch::ScanLeaf;
 
 /// The header every node starts with.
 ///
@@ -189,9 +189,9 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     type Probe<'a>: Copy;
     /// An owned key: separators, scan positions, scan output.
     type Owned: Clone + Debug + Send + Sync + 'static;
-    /// What a scan copies a leaf's entries into before it validates the leaf
-    /// ([`CopyFrom::copy_from`]).
-    type Batch: LeafBatch<Key = Self::Owned> + CopyFrom<Self>;
+    /// How a scan hands out a leaf's entries under an optimistic read
+    /// ([`ScanLeaf::visit_leaf`]).
+    type Batch: ScanLeaf<Self>;
 
     /// A short name for messages.
     const NAME: &'static str;

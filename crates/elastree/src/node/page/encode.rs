@@ -89,11 +89,14 @@ fn encode_word(head: u64, len: usize, w: usize) -> (u64, usize) {
 
 /// A mid-key vector's element type, for the search core that is generic over the width.
 pub(super) trait MidSlot: Sync {
+    /// The width of a mid-key held in this slot type.
+    const WIDTH: MidWidth;
     /// The element's value, zero-extended.
     fn value(&self) -> u64;
 }
 
 impl MidSlot for AtomicU32 {
+    const WIDTH: MidWidth = MidWidth::Four;
     #[inline(always)]
     fn value(&self) -> u64 {
         u64::from(self.load(Ordering::Relaxed))
@@ -101,6 +104,7 @@ impl MidSlot for AtomicU32 {
 }
 
 impl MidSlot for AtomicU64 {
+    const WIDTH: MidWidth = MidWidth::Eight;
     #[inline(always)]
     fn value(&self) -> u64 {
         self.load(Ordering::Relaxed)

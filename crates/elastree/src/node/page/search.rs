@@ -6,7 +6,7 @@ use std::cmp::Ordering as CmpOrdering;
 use super::super::bytes::{key_word, top_bytes};
 use super::super::slotted::{VarKey, VarProbe};
 use super::super::{prefetch, SearchResult};
-use super::encode::MidSlot;
+use super::encode::{MidSlot, MidWidth};
 use super::layout::{Meta, Mids, Page, NO_FENCE};
 
 /// A probe's key after the page prefix: its encoded mid-key, its suffix and its tid.
@@ -14,6 +14,8 @@ use super::layout::{Meta, Mids, Page, NO_FENCE};
 struct Remainder<'a> {
     mid: u64,
     suffix: &'a [u8],
+    /// The suffix's first 8 bytes as a big-endian word (zero past its end).
+    head: u64,
     tid: Option<u64>,
 }
 
@@ -62,15 +64,33 @@ impl Page<'_> {
     }
 
     /// Compares entry `i` with a probe whose mid-key equals the entry's: by suffix, then
-    /// (non-unique trees) by tid.
+    /// (non-unique trees) by tid. The suffixes' first words decide most ties: they are
+    /// compared as integers first (the probe's read once per search), and the bytes after
+    /// them only when they are equal.
     #[inline(always)]
-    pub fn compare_tail(&self, i: usize, suffix: &[u8], tid: Option<u64>) -> CmpOrdering {
+    fn compare_tail(&self, i: usize, probe: &Remainder<'_>) -> CmpOrdering {
         let (offset, len) = self.suffix_at(i);
-        match self.bin.compare(offset, len, suffix) {
+        let stored = self.bin.window(offset);
+        let head = probe.head;
+        let n = len.min(probe.suffix.len());
+        let by_suffix = if n >= 8 {
+            if stored != head {
+                stored.cmp(&head)
+            } else {
+                self.bin.compare_after_word(offset, len, probe.suffix)
+            }
+        } else {
+            // The top `n` bytes (none when `n` is 0), then the lengths.
+            let mask = !(u64::MAX >> (8 * n));
+            (stored & mask)
+                .cmp(&(head & mask))
+                .then(len.cmp(&probe.suffix.len()))
+        };
+        match by_suffix {
             CmpOrdering::Equal => {}
             other => return other,
         }
-        match tid {
+        match probe.tid {
             Some(tid) if self.with_tid() => self.tid(i).cmp(&tid),
             _ => CmpOrdering::Equal,
         }
@@ -110,9 +130,11 @@ impl Page<'_> {
         }
         let rest = &key[meta.prefix_len.min(key.len())..];
         let (mid, in_mid) = self.form.mid.encode(rest);
+        let suffix = &rest[in_mid..];
         let probe = Remainder {
             mid,
-            suffix: &rest[in_mid..],
+            suffix,
+            head: key_word(suffix, 0),
             tid: probe.tid(),
         };
         match self.mids {
@@ -136,7 +158,7 @@ impl Page<'_> {
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
-                match self.compare_tail(middle, probe.suffix, probe.tid) {
+                match self.compare_tail(middle, &probe) {
                     CmpOrdering::Less => lower = middle,
                     CmpOrdering::Greater => {}
                     CmpOrdering::Equal => {
@@ -159,7 +181,7 @@ impl Page<'_> {
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
-                match self.compare_tail(middle, probe.suffix, probe.tid) {
+                match self.compare_tail(middle, &probe) {
                     CmpOrdering::Less => lower = middle,
                     CmpOrdering::Greater => {}
                     CmpOrdering::Equal => {
@@ -173,7 +195,7 @@ impl Page<'_> {
             n -= half;
         }
         let last = match mids.get(lower).map_or(0, MidSlot::value).cmp(&probe.mid) {
-            CmpOrdering::Equal => self.compare_tail(lower, probe.suffix, probe.tid),
+            CmpOrdering::Equal => self.compare_tail(lower, &probe),
             other => other,
         };
         match last {
@@ -211,6 +233,31 @@ impl Page<'_> {
         out.extend_from_slice(&width.mid_bytes(mid));
         out.truncate(end);
         self.bin.extend_into(offset, len, out);
+    }
+
+    /// Writes the key after the prefix of an entry whose mid-key and suffix location (as
+    /// stored) have been read (its mid-key bytes and suffix) into `out` from byte `base` on
+    /// (`base <= out.len()`), replacing what followed: a scan's assembly of keys in a buffer
+    /// that keeps the prefix. Whole words are written (a copy of a length known only at run
+    /// time would be a call), then the length set to the bytes wanted. `width` is the
+    /// mid-keys' (a constant where the caller knows it).
+    #[inline(always)]
+    pub fn rest_from(&self, width: MidWidth, mid: u64, loc: u32, base: usize, out: &mut Vec<u8>) {
+        let (offset, len) = ((loc >> 16) as usize, (loc & 0xffff) as usize);
+        // A torn location may claim more than the bin holds.
+        let len = len.min(self.bin_len);
+        let held = width.held(mid);
+        out.truncate(base);
+        out.reserve(8 + len.next_multiple_of(8));
+        let dst = out.as_mut_ptr();
+        // SAFETY: `reserve` left room for 8 + round8(len) bytes from `base`: the 8 mid-key
+        // bytes, then the suffix as whole words from `base + held` (`held <= 8`); the bytes
+        // up to `base + held + len` are written before the length is set to it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(width.mid_bytes(mid).as_ptr(), dst.add(base), 8);
+            self.bin.copy_words(offset, len, dst.add(base + held));
+            out.set_len(base + held + len);
+        }
     }
 
     /// Appends entry `i`'s whole key to `out` (prefix, mid-key bytes, suffix).
