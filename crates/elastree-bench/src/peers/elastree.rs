@@ -5,8 +5,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use elastree::{
-    BTreeOptions, BwTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, KindStats,
-    PageOrganization, SeqTreeOptions,
+    BTreeOptions, BwTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen,
+    KindStats, PageOrganization, SeqTreeOptions,
 };
 use elastree_dist::{DistClient, DistKind};
 
@@ -259,7 +259,11 @@ impl Elastree {
                 pages,
                 ..BwTreeOptions::default()
             }),
-            _ => return Err(format!("elastree {kind} has no page organizations ({name})")),
+            _ => {
+                return Err(format!(
+                    "elastree {kind} has no page organizations ({name})"
+                ))
+            }
         }
         .key_len(key_len_of(keys.width()));
         let index = builder

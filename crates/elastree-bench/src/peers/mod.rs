@@ -221,11 +221,13 @@ impl IndexSpec {
     /// Every index the benchmark knows: elastree's kinds, the B+-tree's other page
     /// organizations, then the peers.
     pub fn all() -> Vec<IndexSpec> {
-        let pages = Elastree::PAGE_TREES.iter().flat_map(|&(kind, organizations)| {
-            organizations[1..]
-                .iter()
-                .map(move |&o| IndexSpec::Pages(kind, o))
-        });
+        let pages = Elastree::PAGE_TREES
+            .iter()
+            .flat_map(|&(kind, organizations)| {
+                organizations[1..]
+                    .iter()
+                    .map(move |&o| IndexSpec::Pages(kind, o))
+            });
         IndexKind::ALL
             .iter()
             .map(|&k| IndexSpec::Elastree(k))

@@ -250,15 +250,13 @@ pub(super) fn update(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             Target::check(
                 "lookups with Prefix+Split pages: at least 1.2x Base pages on docterm and \
                  email (the smaller; bwtree-base where the Bw-tree builds Base pages)",
-                worst(
-                    [KeySetKind::DocTerm, KeySetKind::Email].map(|k| {
-                        let base = crate::peers::Elastree::pages_name(
-                            IndexKind::BwTree,
-                            PageOrganization::Base,
-                        );
-                        vs(BWTREE, base, k, Workload::Lookup)
-                    }),
-                ),
+                worst([KeySetKind::DocTerm, KeySetKind::Email].map(|k| {
+                    let base = crate::peers::Elastree::pages_name(
+                        IndexKind::BwTree,
+                        PageOrganization::Base,
+                    );
+                    vs(BWTREE, base, k, Workload::Lookup)
+                })),
                 |r| r >= 1.2,
                 times,
             ),

@@ -70,7 +70,6 @@ pub(crate) fn top_bytes(n: usize) -> u64 {
 /// Compares `n` bytes of two byte sources given as big-endian word readers (`a(i)`, `b(i)`:
 /// the 8 bytes from byte `i` on), then the lengths: byte-string order of the first
 /// `a_len`/`b_len` bytes where `n = min(a_len, b_len)`.
-#[cfg(test)]
 pub(crate) fn compare_words(
     a: impl Fn(usize) -> u64,
     a_len: usize,
@@ -148,7 +147,7 @@ impl<'n> WordBytes<'n> {
 
     /// Compares the `len` stored bytes at `offset` with `probe`, as byte strings (a prefix
     /// first).
-    #[cfg(test)]
+    #[inline]
     pub(crate) fn compare(&self, offset: usize, len: usize, probe: &[u8]) -> CmpOrdering {
         compare_words(
             |i| self.window(offset + i),
