@@ -252,21 +252,27 @@ mod tests {
 
     #[test]
     fn retired_ids_are_reused_only_after_the_grace_period() {
+        // A collector of the test's own: on the global one, any other test pinned at the
+        // time would hold the epoch back, and the id's grace period with it.
+        let collector = epoch::Collector::new();
+        let (retirer, waiter) = (collector.register(), collector.register());
         let table = MappingTable::new(0);
         let a = table.allocate();
         table.set(a, Link(0x20));
-        let reader = epoch::pin();
-        table.retire(a, &epoch::pin());
+        let reader = waiter.pin();
+        table.retire(a, &retirer.pin());
         assert_eq!(table.get(a), Link::NULL);
         // A thread pinned before the retirement keeps the id from being recycled.
         for _ in 0..256 {
-            epoch::pin().flush();
+            retirer.pin().flush();
         }
         assert_eq!(table.recycled(), 0);
         assert_ne!(table.allocate(), a);
         drop(reader);
+        // Nobody else is pinned on this collector: a few flushes advance the epoch past
+        // the retirement and run the deferred push.
         for _ in 0..256 {
-            epoch::pin().flush();
+            retirer.pin().flush();
             if table.recycled() > 0 {
                 break;
             }
