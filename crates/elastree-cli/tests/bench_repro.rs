@@ -286,6 +286,8 @@ tiny_scale_tests! {
     repro_hybrid_ycsb_at_a_tiny_scale: "hybrid-ycsb",
     repro_hybrid_ratio_at_a_tiny_scale: "hybrid-ratio",
     repro_hybrid_latency_at_a_tiny_scale: "hybrid-latency",
+    repro_bwtree_update_at_a_tiny_scale: "bwtree-update",
+    repro_bwtree_scan_at_a_tiny_scale: "bwtree-scan",
     repro_sbtree_ingest_at_a_tiny_scale: "sbtree-ingest",
     repro_sbtree_delayed_at_a_tiny_scale: "sbtree-delayed",
     repro_sbtree_latency_at_a_tiny_scale: "sbtree-latency",

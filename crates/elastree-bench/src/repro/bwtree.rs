@@ -168,6 +168,33 @@ fn points_table(suite: &Suite<'_>, points: &[(String, Workload)], keys: KeySetKi
     md
 }
 
+/// `bwtree`'s two-thread median over `btree`'s, a row per key set and a column per point.
+fn ratios_table(suite: &Suite<'_>, points: &[(String, Workload)]) -> String {
+    let mut md = String::new();
+    let w = &mut md;
+    let heads: Vec<&str> = points.iter().map(|(label, _)| label.as_str()).collect();
+    let _ = writeln!(
+        w,
+        "`{BWTREE}` over `{BTREE}`, ratio of the median throughputs on {THREADS} threads:\n"
+    );
+    let _ = writeln!(w, "| keys | {} |", heads.join(" | "));
+    let _ = writeln!(w, "|---|{}", "---|".repeat(heads.len()));
+    for &keys in KEYSETS {
+        let cells: Vec<String> = points
+            .iter()
+            .map(|&(_, wl)| {
+                over(
+                    suite.median_at(BWTREE, keys, wl, THREADS),
+                    suite.median_at(BTREE, keys, wl, THREADS),
+                )
+                .map_or_else(|| "-".to_string(), times)
+            })
+            .collect();
+        let _ = writeln!(w, "| {keys} | {} |", cells.join(" | "));
+    }
+    md
+}
+
 /// Measures `cfg`, then returns its suite report (ratios to `btree`) with `targets` first,
 /// a table per key set over `points` and their line plots.
 fn run(
@@ -176,6 +203,7 @@ fn run(
     targets: impl Fn(&Suite<'_>) -> Vec<Target>,
     plot: (&str, &str),
     points: &[(String, Workload)],
+    ratios: &[(String, Workload)],
 ) -> Result<Report, String> {
     cfg.validate()?;
     let rows = runner::measure(cfg);
@@ -194,7 +222,9 @@ fn run(
         .map(|&keys| points_table(&suite, points, keys))
         .collect::<Vec<_>>()
         .join("\n");
-    report.summary = format!("{table}\n{tables}");
+    // The README block: the targets, bwtree's ratios to btree, then the tables by key set
+    // (the suite's own summary, a column per workload, is too wide for a terminal here).
+    report.summary = format!("{table}\n{}\n{tables}", ratios_table(&suite, ratios));
     report.sections.insert(0, ("Targets".to_string(), table));
     report
         .sections
@@ -262,7 +292,21 @@ pub(super) fn update(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             ),
         ]
     };
-    run(ctx, &cfg, targets, ("updates", "blind updates (%)"), &mixes)
+    let ratios: Vec<(String, Workload)> = [
+        ("load".to_string(), Workload::Load),
+        ("lookup".to_string(), Workload::Lookup),
+    ]
+    .into_iter()
+    .chain(mixes.iter().cloned())
+    .collect();
+    run(
+        ctx,
+        &cfg,
+        targets,
+        ("updates", "blind updates (%)"),
+        &mixes,
+        &ratios,
+    )
 }
 
 /// `bwtree-scan`.
@@ -287,7 +331,14 @@ pub(super) fn scan(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
             times,
         )]
     };
-    let mut report = run(ctx, &cfg, targets, ("scans", "keys per scan"), &mixes)?;
+    let mut report = run(
+        ctx,
+        &cfg,
+        targets,
+        ("scans", "keys per scan"),
+        &mixes,
+        &mixes,
+    )?;
     report.facts.push(
         "an operation is a scan (95%) or a blind update (5%): Mops/s counts both; a scan \
          visits L keys unless it reaches the end of the key set"
