@@ -19,6 +19,7 @@ use elastree::{IndexKind, PageOrganization};
 use super::baseline::{write_suite, Suite};
 use super::document::{targets_table_of, Target};
 use super::plots::{draw_lines, plain, LineChart};
+use super::sbtree::{over, times};
 use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
 use crate::peers::{IndexSpec, Peer};
@@ -80,16 +81,6 @@ fn config(ctx: &ExperimentContext<'_>, workloads: Vec<Workload>) -> RunConfig {
         tuning: crate::peers::SeqTreeTuning::default(),
         cluster: None,
     }
-}
-
-/// `a / b`, when both are known and `b` is positive.
-fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    a.zip(b.filter(|&b| b > 0.0)).map(|(a, b)| a / b)
-}
-
-/// A ratio as a figure.
-fn times(r: f64) -> String {
-    format!("{r:.2}x")
 }
 
 /// The smallest of `ratios` if every one is known.

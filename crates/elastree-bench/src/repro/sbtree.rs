@@ -127,12 +127,12 @@ fn run_suite(
 }
 
 /// `a / b`, when both are known and `b` is positive.
-fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+pub(super) fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     a.zip(b.filter(|&b| b > 0.0)).map(|(a, b)| a / b)
 }
 
 /// A ratio as a figure.
-fn times(r: f64) -> String {
+pub(super) fn times(r: f64) -> String {
     format!("{r:.2}x")
 }
 
