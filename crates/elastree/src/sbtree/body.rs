@@ -39,7 +39,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::alloc::BlockAlloc;
-use super::key::{entry_words, load_entry, search_entries, store_entry, Pos, SbKey};
+use super::key::{entry_words, load_entry, store_entry, Pos, SbKey};
 use super::simd::Kernel;
 
 /// Bytes before the table: the meta record, rounded up to a cache line.
@@ -405,10 +405,21 @@ impl<'a, K: SbKey> Body<'a, K> {
     /// Where `pos` is in the late area: the index of the first entry at or above it, and
     /// whether that entry has it (a binary search: the area is sorted).
     pub fn late_find(&self, pos: Pos<K>, pairs: bool) -> (usize, bool) {
-        match search_entries(self.late_words(), self.late_len(), pos, pairs) {
-            Ok(j) => (j, true),
-            Err(j) => (j, false),
+        let (mut lo, mut hi) = (0, self.late_len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let (key, tid) = self.late(mid);
+            if Pos::of(key, tid, pairs) < pos {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
         }
+        let found = lo < self.late_len() && {
+            let (key, tid) = self.late(lo);
+            Pos::of(key, tid, pairs) == pos
+        };
+        (lo, found)
     }
 
     // ----- writes: only under the owning block's write lock --------------------------------
@@ -457,14 +468,11 @@ impl<'a, K: SbKey> Body<'a, K> {
         if len == self.late_cap() {
             return false;
         }
-        let w = entry_words::<K>();
-        let words = self.late_words();
-        // Entries `j..len` move up one slot, word by word from the top (`len < late_cap`).
-        let moving = &words[j * w..(len + 1) * w];
-        for x in (0..moving.len() - w).rev() {
-            moving[x + w].store(moving[x].load(Ordering::Relaxed), Ordering::Relaxed);
+        for i in (j..len).rev() {
+            let (k, t) = self.late(i);
+            self.set_late(i + 1, k, t);
         }
-        store_entry(&words[j * w..(j + 1) * w], key, tid);
+        self.set_late(j, key, tid);
         self.meta()
             .late_len
             .store(len as u32 + 1, Ordering::Relaxed);
@@ -480,11 +488,9 @@ impl<'a, K: SbKey> Body<'a, K> {
     /// Removes late entry `j`.
     pub fn late_remove(&self, j: usize) {
         let len = self.late_len();
-        let w = entry_words::<K>();
-        // Entries `j + 1..len` move down one slot, word by word from the bottom.
-        let moving = &self.late_words()[j * w..len * w];
-        for x in w..moving.len() {
-            moving[x - w].store(moving[x].load(Ordering::Relaxed), Ordering::Relaxed);
+        for i in j + 1..len {
+            let (k, t) = self.late(i);
+            self.set_late(i - 1, k, t);
         }
         self.meta()
             .late_len

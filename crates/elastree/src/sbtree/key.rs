@@ -261,81 +261,9 @@ pub fn store_entry<K: SbKey>(slot: &[AtomicU64], key: K, tid: u64) {
     slot[entry_words::<K>() - 1].store(tid, Ordering::Relaxed);
 }
 
-/// Where `pos` is among the first `n` entries of `words` ([`entry_words`] words each, in
-/// ascending position order): `Ok(i)` if entry `i` has it, else `Err(i)`, the first entry
-/// above it. A branch-free halving (the next half is picked by a conditional move), so each
-/// step is a load and a compare; torn entries (an optimistic reader's) give some index in
-/// `0..=n`, which the reader's validation discards.
-#[inline]
-pub fn search_entries<K: SbKey>(
-    words: &[AtomicU64],
-    n: usize,
-    pos: Pos<K>,
-    pairs: bool,
-) -> Result<usize, usize> {
-    if n == 0 {
-        return Err(0);
-    }
-    let w = entry_words::<K>();
-    let words = &words[..n * w];
-    let at = |i: usize| {
-        let (key, tid) = load_entry::<K>(&words[i * w..(i + 1) * w]);
-        Pos::of(key, tid, pairs)
-    };
-    let (mut base, mut size) = (0, n);
-    while size > 1 {
-        let half = size / 2;
-        let mid = base + half;
-        base = if at(mid) <= pos { mid } else { base };
-        size -= half;
-    }
-    let found = at(base);
-    if found == pos {
-        Ok(base)
-    } else if found < pos {
-        Err(base + 1)
-    } else {
-        Err(base)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn searching_entries_agrees_with_a_binary_search() {
-        for pairs in [false, true] {
-            for n in 0..40usize {
-                // Entries (10 * (i / 2), i): pairs of equal keys in a non-unique index.
-                let entries: Vec<(u64, u64)> = (0..n as u64)
-                    .map(|i| {
-                        if pairs {
-                            (10 * (i / 2), i)
-                        } else {
-                            (10 * i, i)
-                        }
-                    })
-                    .collect();
-                let words: Vec<AtomicU64> = entries
-                    .iter()
-                    .flat_map(|&(k, t)| [AtomicU64::new(k), AtomicU64::new(t)])
-                    .collect();
-                let positions: Vec<Pos<u64>> =
-                    entries.iter().map(|&(k, t)| Pos::of(k, t, pairs)).collect();
-                for key in 0..(10 * n as u64 + 12) {
-                    for tid in [0, key / 10, u64::MAX] {
-                        let pos = Pos::of(key, tid, pairs);
-                        assert_eq!(
-                            search_entries::<u64>(&words, n, pos, pairs),
-                            positions.binary_search(&pos),
-                            "pairs {pairs} n {n} pos {pos:?}"
-                        );
-                    }
-                }
-            }
-        }
-    }
 
     #[test]
     fn keys_round_trip_through_bytes_and_words() {
