@@ -37,6 +37,22 @@ pub fn check_key(key: &[u8], max: usize, key_len: KeyLen) -> Result<(), Error> {
     }
 }
 
+/// Maps a key bound of a non-unique index (the `lower` or the upper one) to a bound on
+/// (key, tid) pairs, made by `pair`, that takes in or leaves out every tid of its key.
+pub(crate) fn pair_bound<T, P>(
+    bound: Bound<T>,
+    lower: bool,
+    pair: impl Fn(T, u64) -> P,
+) -> Bound<P> {
+    match (bound, lower) {
+        (Bound::Unbounded, _) => Bound::Unbounded,
+        (Bound::Included(k), true) => Bound::Included(pair(k, 0)),
+        (Bound::Excluded(k), true) => Bound::Excluded(pair(k, u64::MAX)),
+        (Bound::Included(k), false) => Bound::Included(pair(k, u64::MAX)),
+        (Bound::Excluded(k), false) => Bound::Excluded(pair(k, 0)),
+    }
+}
+
 /// Whether every key of an index has one length. Fixed 8- and 16-byte keys get node layouts
 /// that store and compare keys as integers; other lengths use variable-length nodes and
 /// reject keys of another length.

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use super::document::{targets_table_of, Target};
 use super::plots::{draw_grouped_bars, Point, Series};
 use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
@@ -58,6 +59,62 @@ pub fn suite(ctx: &ExperimentContext<'_>, cfg: &RunConfig) -> Result<Report, Str
     let rows = runner::measure(cfg);
     let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
     write_suite(ctx, cfg, &labels, BASELINE, &rows)
+}
+
+/// What an experiment with targets adds to its suite's report, computed from the measured
+/// suite (see [`targeted_suite`]).
+#[derive(Debug, Default)]
+pub(super) struct Additions {
+    /// The targets: the report's first section and the start of its README block.
+    pub(super) targets: Vec<Target>,
+    /// The experiment's own sections, after the results.
+    pub(super) sections: Vec<(String, String)>,
+    /// What the README block shows after the targets and the suite's ratios.
+    pub(super) shown: String,
+    /// Whether `shown` takes the place of the suite's ratios (a table too wide to read when
+    /// the experiment has many workloads).
+    pub(super) replaces_ratios: bool,
+    /// Plots the experiment drew into its output directory: (name, file).
+    pub(super) plots: Vec<(String, String)>,
+    /// Lines for the report's "What was run".
+    pub(super) facts: Vec<String>,
+}
+
+/// Measures `cfg` and returns its suite report (ratios to `baseline`) with what `add` makes
+/// of the measured suite: the targets (stated for `stated_for`, e.g. `10 million keys`)
+/// first, then the results, then the experiment's sections and plots.
+pub(super) fn targeted_suite(
+    ctx: &ExperimentContext<'_>,
+    cfg: &RunConfig,
+    (baseline, stated_for): (&str, &str),
+    add: impl FnOnce(&Suite<'_>) -> Result<Additions, String>,
+) -> Result<Report, String> {
+    cfg.validate()?;
+    let rows = runner::measure(cfg);
+    let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
+    let mut report = write_suite(ctx, cfg, &labels, baseline, &rows)?;
+    let suite = Suite {
+        name: ctx.experiment.name,
+        cfg,
+        labels: &labels,
+        baseline,
+        rows: &rows,
+    };
+    let add = add(&suite)?;
+    let table = targets_table_of(stated_for, &add.targets);
+    report.summary = if add.replaces_ratios {
+        format!("{table}\n{}", add.shown)
+    } else {
+        format!("{table}\n{}\n{}", report.summary, add.shown)
+    };
+    report.sections.insert(0, ("Targets".to_string(), table));
+    report.sections.extend(add.sections);
+    for (name, file) in add.plots {
+        report.plots.push((name, file.clone()));
+        report.files.push(file);
+    }
+    report.facts.extend(add.facts);
+    Ok(report)
 }
 
 /// Writes the raw rows and bar charts of measured `rows` into `ctx.out` and returns the

@@ -16,14 +16,13 @@ use std::fmt::Write as _;
 
 use elastree::{IndexKind, PageOrganization};
 
-use super::baseline::{write_suite, Suite};
-use super::document::{targets_table_of, Target};
+use super::baseline::{targeted_suite, Additions, Suite};
+use super::document::Target;
 use super::plots::{draw_lines, plain, LineChart};
 use super::sbtree::{over, times};
 use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
 use crate::peers::{IndexSpec, Peer};
-use crate::runner;
 use crate::workload::{RunConfig, Workload};
 use crate::ycsb::{Ycsb, SCAN_UPDATE_MIXES, UPDATE_MIXES};
 
@@ -187,7 +186,7 @@ fn ratios_table(suite: &Suite<'_>, points: &[(String, Workload)]) -> String {
 }
 
 /// Measures `cfg`, then returns its suite report (ratios to `btree`) with `targets` first,
-/// a table per key set over `points` and their line plots.
+/// `bwtree`'s ratios over `ratios`, a table per key set over `points` and their line plots.
 fn run(
     ctx: &ExperimentContext<'_>,
     cfg: &RunConfig,
@@ -196,39 +195,25 @@ fn run(
     points: &[(String, Workload)],
     ratios: &[(String, Workload)],
 ) -> Result<Report, String> {
-    cfg.validate()?;
-    let rows = runner::measure(cfg);
-    let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
-    let mut report = write_suite(ctx, cfg, &labels, BTREE, &rows)?;
-    let suite = Suite {
-        name: ctx.experiment.name,
-        cfg,
-        labels: &labels,
-        baseline: BTREE,
-        rows: &rows,
-    };
-    let table = targets_table_of("10 million keys", &targets(&suite));
-    let tables: String = KEYSETS
-        .iter()
-        .map(|&keys| points_table(&suite, points, keys))
-        .collect::<Vec<_>>()
-        .join("\n");
-    // The README block: the targets, bwtree's ratios to btree, then the tables by key set
-    // (the suite's own summary, a column per workload, is too wide for a terminal here).
-    report.summary = format!("{table}\n{}\n{tables}", ratios_table(&suite, ratios));
-    report.sections.insert(0, ("Targets".to_string(), table));
-    report
-        .sections
-        .push(("By key set".to_string(), tables.clone()));
-    for (name, file) in line_plots(ctx, &suite, plot, points)? {
-        report.plots.push((name, file.clone()));
-        report.files.push(file);
-    }
-    report.facts.push(format!(
-        "{THREADS} threads; ratios are to {BTREE}, elastree's OLC B+-tree; `bwtree` has \
-         Prefix+Split pages, `bwtree-prefix` pages split in the middle"
-    ));
-    Ok(report)
+    targeted_suite(ctx, cfg, (BTREE, "10 million keys"), |suite| {
+        let tables: String = KEYSETS
+            .iter()
+            .map(|&keys| points_table(suite, points, keys))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(Additions {
+            targets: targets(suite),
+            // The suite's own ratios, a column per workload, are too wide to read here.
+            shown: format!("{}\n{tables}", ratios_table(suite, ratios)),
+            replaces_ratios: true,
+            sections: vec![("By key set".to_string(), tables)],
+            plots: line_plots(ctx, suite, plot, points)?,
+            facts: vec![format!(
+                "{THREADS} threads; ratios are to {BTREE}, elastree's OLC B+-tree; `bwtree` \
+                 has Prefix+Split pages, `bwtree-prefix` pages split in the middle"
+            )],
+        })
+    })
 }
 
 /// `bwtree-update`.

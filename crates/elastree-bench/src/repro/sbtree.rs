@@ -15,8 +15,8 @@
 
 use std::fmt::Write as _;
 
-use super::baseline::{write_suite, Suite};
-use super::document::{targets_table_of, Target};
+use super::baseline::{targeted_suite, Additions, Suite};
+use super::document::Target;
 use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
 use crate::peers::{IndexSpec, Peer};
@@ -101,29 +101,20 @@ fn run_suite(
     targets: impl Fn(&Suite<'_>) -> Vec<Target>,
     extra: impl Fn(&Suite<'_>) -> Extra,
 ) -> Result<Report, String> {
-    cfg.validate()?;
-    let rows = runner::measure(cfg);
-    let labels: Vec<String> = cfg.indexes.iter().map(|s| s.name().to_string()).collect();
-    let mut report = write_suite(ctx, cfg, &labels, BTREE, &rows)?;
-    let suite = Suite {
-        name: ctx.experiment.name,
-        cfg,
-        labels: &labels,
-        baseline: BTREE,
-        rows: &rows,
-    };
-    let table = targets_table_of("10 million keys", &targets(&suite));
-    let (sections, shown) = extra(&suite);
-    // The README block: the targets, the suite's ratios, then the experiment's own tables.
-    report.summary = format!("{table}\n{}\n{shown}", report.summary);
-    report.sections.insert(0, ("Targets".to_string(), table));
-    report.sections.extend(sections);
-    report.facts.push(format!(
-        "tsensor: 8-byte keys, a 6-byte millisecond timestamp and a 2-byte sensor id, \
-         loaded in arrival order; a delayed reading arrives 16 to 16,384 readings late; \
-         ratios are to {BTREE}, elastree's B+-tree"
-    ));
-    Ok(report)
+    targeted_suite(ctx, cfg, (BTREE, "10 million keys"), |suite| {
+        let (sections, shown) = extra(suite);
+        Ok(Additions {
+            targets: targets(suite),
+            sections,
+            shown,
+            facts: vec![format!(
+                "tsensor: 8-byte keys, a 6-byte millisecond timestamp and a 2-byte sensor id, \
+                 loaded in arrival order; a delayed reading arrives 16 to 16,384 readings \
+                 late; ratios are to {BTREE}, elastree's B+-tree"
+            )],
+            ..Additions::default()
+        })
+    })
 }
 
 /// `a / b`, when both are known and `b` is positive.

@@ -15,7 +15,7 @@ use std::ops::Bound;
 
 use super::policy::LeafPolicy;
 use super::{LevelShape, Tree};
-use crate::index::{Direction, Index, KeyLen};
+use crate::index::{pair_bound, Direction, Index, KeyLen};
 use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
 use crate::node::batch::with_thread_scratch;
@@ -343,17 +343,6 @@ fn width_bound<const N: usize, K>(
         None => Bound::Unbounded,
         Some(true) => Bound::Included(to_key(key)),
         Some(false) => Bound::Excluded(to_key(key)),
-    }
-}
-
-/// Maps a key bound of a non-unique index to a bound on (key, tid) pairs.
-fn pair_bound<T>(bound: Bound<T>, lower: bool, pair: impl Fn(T, u64) -> T) -> Bound<T> {
-    match (bound, lower) {
-        (Bound::Unbounded, _) => Bound::Unbounded,
-        (Bound::Included(k), true) => Bound::Included(pair(k, 0)),
-        (Bound::Excluded(k), true) => Bound::Excluded(pair(k, u64::MAX)),
-        (Bound::Included(k), false) => Bound::Included(pair(k, u64::MAX)),
-        (Bound::Excluded(k), false) => Bound::Excluded(pair(k, 0)),
     }
 }
 

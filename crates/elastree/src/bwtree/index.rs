@@ -7,7 +7,7 @@ use crossbeam_epoch as epoch;
 use super::key::Key;
 use super::BwTree;
 use crate::btree::{DEFAULT_PAGE_BYTES, MIN_PAGE_BYTES};
-use crate::index::{check_key, Direction, Index, KeyLen};
+use crate::index::{check_key, pair_bound, Direction, Index, KeyLen};
 use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
 use crate::node::page::{MidWidth, PageConfig, MAX_PAGE_KEY_LEN};
@@ -250,19 +250,14 @@ impl Index for BwTreeIndex {
                 self.valid(key)?;
             }
         }
-        // A non-unique index's bounds take in or leave out every tid of the key.
-        let (first, last) = if self.unique { (0, 0) } else { (0, u64::MAX) };
-        let at = |bytes, tid| Key { bytes, tid };
-        let lower = match lower {
-            Bound::Included(k) => Bound::Included(at(k, first)),
-            Bound::Excluded(k) => Bound::Excluded(at(k, last)),
-            Bound::Unbounded => Bound::Unbounded,
+        // A unique index's keys all carry tid 0; a non-unique index's bounds take in or
+        // leave out every tid of their key.
+        let unique = self.unique;
+        let at = |bytes, tid| Key {
+            bytes,
+            tid: if unique { 0 } else { tid },
         };
-        let upper = match upper {
-            Bound::Included(k) => Bound::Included(at(k, last)),
-            Bound::Excluded(k) => Bound::Excluded(at(k, first)),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let (lower, upper) = (pair_bound(lower, true, at), pair_bound(upper, false, at));
         Ok(self.tree.scan(lower, upper, direction, limit, visit))
     }
 
