@@ -22,11 +22,11 @@
 //!
 //! # Sizes
 //!
-//! Pages are not all the same size. A leaf page is built with a quarter more bytes than its
-//! entries need; when it is full it is replaced by a larger one, until it reaches the largest
-//! page size, and then by two pages that each hold half of its entries, again with a quarter
-//! to spare (a leaf's entries are therefore between about 40% and 100% of its bytes, most of
-//! the time above 80%). Within a page, the bytes after the header are shared between the
+//! Pages are not all the same size. A leaf page is built with half again the bytes its
+//! entries need; when it is full it is replaced by one half again as large, until it reaches
+//! the largest page size, and then by two pages that each hold half of its entries, again
+//! with half to spare (a leaf's entries therefore fill between about a third and all of its
+//! bytes, most of the time above two thirds). Within a page, the bytes after the header are shared between the
 //! entry slots and the bin in the proportion the entries need them, re-partitioned whenever
 //! the page is rebuilt, so a page is full only when all of its bytes are used. Inner pages
 //! have the largest size; a separator that does not fit makes the tree split the page.

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use super::super::bytes::common_prefix;
 use super::super::slotted::VarKey;
 use super::super::NodeHeader;
-use super::build::{copy_grown, grown_bytes, needed, with_content, write, Content};
+use super::build::{copy_grown, grown_bytes, needed, with_content, write, Content, GROWTH_DIVISOR};
 use super::layout::Page;
 use super::{alloc_page, PageConfig};
 
@@ -256,7 +256,7 @@ pub(super) fn replacement(
         let count = page.count();
         if page.bytes < max || count < 2 {
             // Grow: the last leaf to the largest page at once (appends fill it), any other by
-            // a quarter and at least a cache line more than it has. A page with little dead
+            // half and at least a cache line more than it has. A page with little dead
             // space in its bin is copied as it is; else it is rebuilt.
             let meta = page.meta();
             let bytes = if node.link().is_null() {
@@ -264,7 +264,7 @@ pub(super) fn replacement(
             } else {
                 let grown = grown_bytes(needed(count, meta.live, config.form), max);
                 grown
-                    .max(page.bytes + page.bytes / 4 + 64)
+                    .max(page.bytes + page.bytes / GROWTH_DIVISOR + 64)
                     .next_multiple_of(64)
                     .min(max)
             };
