@@ -6,10 +6,9 @@
 //! chain top the change was computed from; a thread that loses the race frees what it built
 //! (never published) and leaves the page to whoever won.
 
-use crossbeam_epoch::Guard;
-
 use super::delta::{Delta, Kind, Link, NewDelta, Target};
 use super::key::Key;
+use super::shim::Guard;
 use super::table::PageId;
 use super::view::{Probe, Step};
 use super::{sibling, BwTree, NO_SIBLING, ROOT};

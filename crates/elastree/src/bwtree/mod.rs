@@ -55,6 +55,7 @@ mod delta;
 mod index;
 mod key;
 mod scan;
+mod shim;
 mod table;
 mod view;
 mod write;
@@ -62,13 +63,12 @@ mod write;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crossbeam_epoch::Guard;
-
 use crate::counter::StripedCount;
 use crate::mem::ByteCounter;
 use crate::node::page::PageConfig;
 use crate::node::NodeHeader;
 use delta::{Link, Target};
+use shim::{Garbage, Guard};
 use table::{MappingTable, PageId};
 use view::{Probe, Step};
 
@@ -119,6 +119,8 @@ pub(crate) struct BwTree {
     max_chain: u16,
     bytes: Arc<Bytes>,
     len: StripedCount,
+    /// Chains retired, waiting for the epoch.
+    garbage: Garbage,
 }
 
 impl BwTree {
@@ -131,6 +133,7 @@ impl BwTree {
             max_chain,
             bytes: Arc::new(Bytes::default()),
             len: StripedCount::default(),
+            garbage: Garbage::default(),
         };
         let root = tree.table.allocate();
         debug_assert_eq!(root, ROOT);
@@ -197,7 +200,7 @@ impl BwTree {
         // reference to it can be made; the closure runs once every thread pinned now (and
         // so every thread that may still walk it) has unpinned.
         unsafe {
-            guard.defer_unchecked(move || {
+            self.garbage.defer(guard, move || {
                 let (size, level) = delta::free_chain(&config, Link(top));
                 bytes.of(level).sub(size);
             });
