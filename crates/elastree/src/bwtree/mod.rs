@@ -13,6 +13,8 @@
 //! * `write.rs`: inserts and removes;
 //! * `scan.rs`: range scans, a page at a time;
 //! * `check.rs`: the invariant walk;
+//! * `shim.rs`: the epoch and the mapping table's slot arrays, or loom's stand-ins for them
+//!   (`tests/loom_bwtree.rs` model-checks the compare-and-swap installs of this code);
 //! * `index.rs`: the [`Index`](crate::Index) glue and [`BwTreeOptions`].
 //!
 //! # Pages

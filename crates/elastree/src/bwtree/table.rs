@@ -165,7 +165,7 @@ impl MappingTable {
     }
 
     /// Ids retired and ready for reuse.
-    #[cfg(test)]
+    #[cfg(all(test, not(feature = "loom")))]
     pub fn recycled(&self) -> usize {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
@@ -176,7 +176,7 @@ impl MappingTable {
     }
 
     /// Segments allocated.
-    #[cfg(test)]
+    #[cfg(all(test, not(feature = "loom")))]
     pub fn segments(&self) -> usize {
         self.directory
             .iter()
