@@ -2,12 +2,13 @@
 //! (`elastree::bwtree`, built through [`IndexBuilder`]) with its mapping-table entries on
 //! loom's atomics, so loom explores every interleaving of the threads' reads and
 //! compare-and-swaps of those entries (and the stale reads the C++ memory model allows).
-//! Pages hold four entries and chains one or two deltas, so that one insert makes a
-//! consolidation, a split or the root's growth: an insert racing a consolidation of
-//! its page, a split racing an insert into the half that moves right, two inserts crossing
-//! an unfinished split and both posting the parent's index entry, and the root's growth
-//! racing an insert. After the threads join, the tree's invariant walk passes and every key
-//! inserted, before or by the threads, is there exactly once with its value.
+//! Pages hold four entries (or two) and chains one or two deltas, so that one insert makes
+//! a consolidation, a split or the root's growth: an insert racing a consolidation of its
+//! page, a split racing an insert into the half that moves right, two inserts crossing an
+//! unfinished split and both posting the parent's index entry, the root's growth racing an
+//! insert, and a split's index entry posted to a parent that splits meanwhile. After the
+//! threads join, the tree's invariant walk passes and every key inserted, before or by the
+//! threads, is there exactly once with its value.
 //!
 //! Under the `loom` feature the tree's epoch is a stand-in that frees retired chains when
 //! the tree is dropped (see `bwtree/shim.rs` for why the model stays sound).
@@ -34,6 +35,11 @@ fn value(i: u64) -> u64 {
 /// A unique Bw-tree whose leaves hold four entries (inner pages too), whose chains are
 /// consolidated past `chain` deltas, holding `keys` inserted in order by this thread.
 fn tree(chain: usize, keys: &[u64]) -> Arc<Box<dyn Index>> {
+    tree_of(4, chain, keys)
+}
+
+/// As [`tree`], with leaves of `leaf` entries.
+fn tree_of(leaf: usize, chain: usize, keys: &[u64]) -> Arc<Box<dyn Index>> {
     let index = IndexBuilder::new(BwTreeOptions {
         // Without short splits a page splits in the middle: the shapes the scenarios
         // describe.
@@ -42,7 +48,7 @@ fn tree(chain: usize, keys: &[u64]) -> Arc<Box<dyn Index>> {
         ..BwTreeOptions::default()
     })
     .unique(true)
-    .leaf_capacity(4)
+    .leaf_capacity(leaf)
     .inner_capacity(4)
     .build()
     .expect("a tiny Bw-tree");
@@ -185,7 +191,7 @@ fn inserts_crossing_an_unfinished_split_post_its_index_entry_once() {
 /// the left half.
 ///
 /// Unbounded, this model did not finish in five minutes: schedules are bounded to three
-/// preemptions (about 10 s).
+/// preemptions (about 5 s).
 #[test]
 fn the_roots_growth_racing_an_insert_loses_nothing() {
     let _limit = time_limit();
@@ -196,6 +202,37 @@ fn the_roots_growth_racing_an_insert_loses_nothing() {
         const A: &[u64] = &[6];
         const B: &[u64] = &[0];
         let index = tree(2, BEFORE);
+        let a = inserter(&index, A);
+        let b = inserter(&index, B);
+        a.join().unwrap();
+        b.join().unwrap();
+        holds_exactly(&**index, &[BEFORE, A, B]);
+    });
+}
+
+/// A split's index entry posted to a parent that splits meanwhile. Leaves of two entries,
+/// chains of one delta: after 10, 20, ..., 90 the root is an inner page over leaves [10, 20],
+/// [30, 40], [50, 60], [70, 80] (the last by a delta not yet consolidated) and one delta
+/// (90) on the last; 55 leaves a delta on [50, 60]. One thread inserts 56: it splits [50,
+/// 55, 56, 60] and posts the root's index entry for [56, 60]. The other inserts 100: it
+/// splits [70, 80, 90, 100], and its index entry gives the root five children, so it grows
+/// the tree: the root's chain moves to a new inner page (below a new root) that splits,
+/// [50, 60] falling in its right half. If the first thread's post comes after that split
+/// but before the new root routes the right half, the parent it reaches (from the root)
+/// ends below its separator: it must help the parent's split and move right, not wait for
+/// the parent's splitter. Before it did, this model found it spinning there while the
+/// other thread was preempted (loom's limit on branches, within two preemptions). Three
+/// preemptions (about 5 s).
+#[test]
+fn an_index_entry_posted_to_a_parent_that_splits_does_not_wait() {
+    let _limit = time_limit();
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = model.preemption_bound.or(Some(3));
+    model.check(|| {
+        const BEFORE: &[u64] = &[10, 20, 30, 40, 50, 60, 70, 80, 90, 55];
+        const A: &[u64] = &[56];
+        const B: &[u64] = &[100];
+        let index = tree_of(2, 1, BEFORE);
         let a = inserter(&index, A);
         let b = inserter(&index, B);
         a.join().unwrap();
