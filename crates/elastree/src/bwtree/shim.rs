@@ -3,7 +3,8 @@
 //! reclamation (pins, guards, deferred frees) and the mapping table's arrays of slots. The
 //! slots are [`crate::sync::atomic`]'s atomics: std's, or loom's under the `loom` feature,
 //! so that loom sees every read and compare-and-swap of a mapping-table entry and explores
-//! their interleavings. This module is the tree's only `cfg(feature = "loom")` switch.
+//! their interleavings. This module holds the tree's only `cfg(feature = "loom")` switches
+//! (but for the mapping table's unit tests, which run outside any model).
 //!
 //! # Without `loom` (every real build)
 //!
