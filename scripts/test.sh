@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command, and what CI runs):
 #   formatting, lints, every workspace test, the loom model checks of the version lock, the
-#   writer gate and the SB-tree's seal, the single-threaded model tests and the unsafe node
-#   and epoch code under valgrind memcheck at a small scale, and the concurrent stress tests under
-#   AddressSanitizer. Prints each step's wall time at the end.
+#   writer gate, the SB-tree's seal and the Bw-tree's compare-and-swap installs, the
+#   single-threaded model tests and the unsafe node and epoch code under valgrind memcheck at
+#   a small scale, and the concurrent stress tests under AddressSanitizer. Prints each step's
+#   wall time at the end.
 #
 # Everything is compiled once, in the test profile (Cargo.toml): the memcheck step runs the
 # binaries `cargo test` built, and the loom step rebuilds only the crates that link the
@@ -89,7 +90,8 @@ memcheck() {
 }
 
 loom() {
-  cargo test --workspace --features elastree/loom --test loom_olc --test loom_sbtree
+  cargo test --workspace --features elastree/loom --test loom_olc --test loom_sbtree \
+    --test loom_bwtree
 }
 
 # The concurrent stress tests (one seed) under AddressSanitizer: memcheck runs one thread at
@@ -110,7 +112,7 @@ asan() {
 beside() {
   local status=0
   step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck || status=1
-  step "  beside: loom model checks (version lock, writer gate, SB-tree seal)" loom || status=1
+  step "  beside: loom model checks (version lock, writer gate, SB-tree seal, Bw-tree installs)" loom || status=1
   step "  beside: AddressSanitizer (stress tests, 1 seed)" asan || status=1
   return "$status"
 }

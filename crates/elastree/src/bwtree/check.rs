@@ -7,10 +7,9 @@
 
 use std::collections::HashSet;
 
-use crossbeam_epoch as epoch;
-
 use super::delta::{Kind, Link, Target};
 use super::key::Key;
+use super::shim;
 use super::table::PageId;
 use super::{BwTree, NO_SIBLING, ROOT};
 use crate::node::page::{PageImage, PageRepr};
@@ -31,7 +30,7 @@ struct Range {
 impl BwTree {
     /// Checks every invariant (see the module docs); call while no writer runs.
     pub(super) fn check(&self) -> Result<(), Error> {
-        let _guard = epoch::pin();
+        let _guard = shim::pin();
         let mut seen = HashSet::new();
         // The pages of each level, left to right, with the sibling each names.
         let mut levels: Vec<Vec<(PageId, PageId)>> = Vec::new();

@@ -6,10 +6,9 @@
 //! chain top the change was computed from; a thread that loses the race frees what it built
 //! (never published) and leaves the page to whoever won.
 
-use crossbeam_epoch::Guard;
-
 use super::delta::{Delta, Kind, Link, NewDelta, Target};
 use super::key::Key;
+use super::shim::Guard;
 use super::table::PageId;
 use super::view::{Probe, Step};
 use super::{sibling, BwTree, NO_SIBLING, ROOT};
@@ -199,8 +198,14 @@ impl BwTree {
     pub(super) fn help_split(&self, level: u16, split: &Delta, guard: &Guard) {
         let separator = split.key();
         let child = split.value();
+        // A page at `level + 1` to look at next, instead of descending from the root: the
+        // right sibling of one whose range ended below the separator.
+        let mut next = None;
         loop {
-            let (parent, top) = self.descend(Probe::at(separator), level + 1, true, guard);
+            let (parent, top) = match next.take() {
+                Some(id) => (id, self.table.get(id)),
+                None => self.descend(Probe::at(separator), level + 1, true, guard),
+            };
             // SAFETY: read from the mapping table under `guard`.
             if unsafe { super::view::level_of(top) } != Some(level + 1) {
                 continue;
@@ -208,8 +213,18 @@ impl BwTree {
             match self.route(top, Probe::at(separator)) {
                 Step::Child(routed) if routed == child => return,
                 Step::Child(_) => {}
+                // The parent split and the separator moved right (maybe by a split whose
+                // own index entry is not posted yet): help that split, move right. Looking
+                // again from the root instead would wait for the parent's splitter.
+                Step::Right(right, parent_split) => {
+                    if let Some(parent_split) = parent_split {
+                        self.help_split(level + 1, parent_split, guard);
+                    }
+                    next = Some(right);
+                    continue;
+                }
                 // The parent changed under the descent: look again.
-                Step::Right(..) | Step::Here(_) | Step::Restart => continue,
+                Step::Here(_) | Step::Restart => continue,
             }
             let new = NewDelta {
                 kind: Kind::IndexEntry,

@@ -2,9 +2,8 @@
 
 use std::ops::Bound;
 
-use crossbeam_epoch as epoch;
-
 use super::key::Key;
+use super::shim;
 use super::BwTree;
 use crate::btree::{DEFAULT_PAGE_BYTES, MIN_PAGE_BYTES};
 use crate::index::{check_key, pair_bound, Direction, Index, KeyLen};
@@ -192,7 +191,7 @@ impl Index for BwTreeIndex {
     fn get(&self, key: &[u8]) -> Result<Option<u64>, Error> {
         self.valid(key)?;
         if self.unique {
-            return Ok(self.tree.get(Key { bytes: key, tid: 0 }, &epoch::pin()));
+            return Ok(self.tree.get(Key { bytes: key, tid: 0 }, &shim::pin()));
         }
         let mut first = None;
         self.pairs_of(key, 1, &mut |tid| first = Some(tid));
@@ -202,7 +201,7 @@ impl Index for BwTreeIndex {
     fn get_all(&self, key: &[u8], out: &mut Vec<u64>) -> Result<(), Error> {
         self.valid(key)?;
         if self.unique {
-            out.extend(self.tree.get(Key { bytes: key, tid: 0 }, &epoch::pin()));
+            out.extend(self.tree.get(Key { bytes: key, tid: 0 }, &shim::pin()));
         } else {
             self.pairs_of(key, usize::MAX, &mut |tid| out.push(tid));
         }

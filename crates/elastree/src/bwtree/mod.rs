@@ -13,6 +13,8 @@
 //! * `write.rs`: inserts and removes;
 //! * `scan.rs`: range scans, a page at a time;
 //! * `check.rs`: the invariant walk;
+//! * `shim.rs`: the epoch and the mapping table's slot arrays, or loom's stand-ins for them
+//!   (`tests/loom_bwtree.rs` model-checks the compare-and-swap installs of this code);
 //! * `index.rs`: the [`Index`](crate::Index) glue and [`BwTreeOptions`].
 //!
 //! # Pages
@@ -55,6 +57,7 @@ mod delta;
 mod index;
 mod key;
 mod scan;
+mod shim;
 mod table;
 mod view;
 mod write;
@@ -62,13 +65,12 @@ mod write;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crossbeam_epoch::Guard;
-
 use crate::counter::StripedCount;
 use crate::mem::ByteCounter;
 use crate::node::page::PageConfig;
 use crate::node::NodeHeader;
 use delta::{Link, Target};
+use shim::{Garbage, Guard};
 use table::{MappingTable, PageId};
 use view::{Probe, Step};
 
@@ -119,6 +121,8 @@ pub(crate) struct BwTree {
     max_chain: u16,
     bytes: Arc<Bytes>,
     len: StripedCount,
+    /// Chains retired, waiting for the epoch.
+    garbage: Garbage,
 }
 
 impl BwTree {
@@ -131,6 +135,7 @@ impl BwTree {
             max_chain,
             bytes: Arc::new(Bytes::default()),
             len: StripedCount::default(),
+            garbage: Garbage::default(),
         };
         let root = tree.table.allocate();
         debug_assert_eq!(root, ROOT);
@@ -197,7 +202,7 @@ impl BwTree {
         // reference to it can be made; the closure runs once every thread pinned now (and
         // so every thread that may still walk it) has unpinned.
         unsafe {
-            guard.defer_unchecked(move || {
+            self.garbage.defer(guard, move || {
                 let (size, level) = delta::free_chain(&config, Link(top));
                 bytes.of(level).sub(size);
             });

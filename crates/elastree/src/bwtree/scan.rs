@@ -6,9 +6,8 @@
 
 use std::ops::Bound;
 
-use crossbeam_epoch as epoch;
-
 use super::key::Key;
+use super::shim;
 use super::view::{level_of, Probe, Step};
 use super::{BwTree, NO_SIBLING};
 use crate::index::Direction;
@@ -60,7 +59,7 @@ impl BwTree {
         }
         let (mut lower, mut upper) = (owned(lower, self.pairs), owned(upper, self.pairs));
         let ascending = direction == Direction::Ascending;
-        let mut guard = epoch::pin();
+        let mut guard = shim::pin();
         let mut image = PageImage::default();
         let mut count = 0;
         // The page to read next, when known without a descent (an ascending scan's right

@@ -20,14 +20,13 @@
 //! was retired has unpinned, so no thread still holding the old id can see a new page under
 //! it.
 
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::alloc::Layout;
 use std::sync::{Arc, Mutex};
 
-use crossbeam_epoch::Guard;
-
 use super::delta::Link;
+use super::shim::{self, Garbage, Guard};
 use crate::mem::ByteCounter;
+use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots of the first two segments: a small tree's table is one 8 KiB segment.
 const FIRST_SEGMENT: u64 = 1024;
@@ -66,6 +65,8 @@ pub(super) struct MappingTable {
     free: Arc<Mutex<Vec<PageId>>>,
     /// Bytes of the segments (the tree's "aux" memory).
     bytes: ByteCounter,
+    /// The deferred pushes onto `free`.
+    garbage: Garbage,
 }
 
 impl MappingTable {
@@ -76,6 +77,7 @@ impl MappingTable {
             next: AtomicU64::new(first),
             free: Arc::new(Mutex::new(Vec::new())),
             bytes: ByteCounter::new(),
+            garbage: Garbage::default(),
         }
     }
 
@@ -130,21 +132,16 @@ impl MappingTable {
         if !entry.load(Ordering::Acquire).is_null() {
             return;
         }
-        let layout = segment_layout(s);
-        // SAFETY: the layout is non-zero-sized; zeroed atomics are valid (null links).
-        let fresh = unsafe { alloc_zeroed(layout) } as *mut AtomicUsize;
-        if fresh.is_null() {
-            handle_alloc_error(layout);
-        }
+        let fresh = shim::new_slots(segment_len(s));
         match entry.compare_exchange(
             std::ptr::null_mut(),
             fresh,
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            Ok(_) => self.bytes.add(layout.size()),
+            Ok(_) => self.bytes.add(segment_layout(s).size()),
             // SAFETY: `fresh` was never shared (another thread installed its segment first).
-            Err(_) => unsafe { dealloc(fresh as *mut u8, layout) },
+            Err(_) => unsafe { shim::free_slots(fresh, segment_len(s)) },
         }
     }
 
@@ -153,7 +150,13 @@ impl MappingTable {
     pub fn retire(&self, id: PageId, guard: &Guard) {
         self.set(id, Link::NULL);
         let free = Arc::clone(&self.free);
-        guard.defer(move || free.lock().unwrap_or_else(|e| e.into_inner()).push(id));
+        // SAFETY: the push frees nothing; the id's page is unlinked (the caller's contract),
+        // so handing the id out again after the grace period is sound.
+        unsafe {
+            self.garbage.defer(guard, move || {
+                free.lock().unwrap_or_else(|e| e.into_inner()).push(id)
+            })
+        };
     }
 
     /// One more than the largest id handed out (every live id is below it).
@@ -162,7 +165,7 @@ impl MappingTable {
     }
 
     /// Ids retired and ready for reuse.
-    #[cfg(test)]
+    #[cfg(all(test, not(feature = "loom")))]
     pub fn recycled(&self) -> usize {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
@@ -173,7 +176,7 @@ impl MappingTable {
     }
 
     /// Segments allocated.
-    #[cfg(test)]
+    #[cfg(all(test, not(feature = "loom")))]
     pub fn segments(&self) -> usize {
         self.directory
             .iter()
@@ -187,15 +190,17 @@ impl Drop for MappingTable {
         for (s, entry) in self.directory.iter().enumerate() {
             let base = entry.load(Ordering::Relaxed);
             if !base.is_null() {
-                // SAFETY: allocated by `ensure_segment` with this layout; the table is being
+                // SAFETY: allocated by `ensure_segment` with this length; the table is being
                 // dropped, so no reference into it remains.
-                unsafe { dealloc(base as *mut u8, segment_layout(s)) };
+                unsafe { shim::free_slots(base, segment_len(s)) };
             }
         }
     }
 }
 
-#[cfg(test)]
+// Not under `loom`: these run on std threads and crossbeam's own collectors, outside any
+// model.
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
     use crossbeam_epoch as epoch;

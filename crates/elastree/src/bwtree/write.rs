@@ -2,10 +2,9 @@
 //! and prepend an Insert or Delete delta against that snapshot. A lost compare-and-swap
 //! reads the page again (a concurrent split may have moved the key right).
 
-use crossbeam_epoch::{self as epoch, Guard};
-
 use super::delta::{Kind, NewDelta};
 use super::key::Key;
+use super::shim::{self, Guard};
 use super::view::{level_of, Probe, Step};
 use super::BwTree;
 
@@ -18,7 +17,7 @@ impl BwTree {
     /// Applies `decide` to `key`'s current value and installs the delta it asks for;
     /// returns its result. Linearizable: the value decided on is the one the delta replaces.
     pub(super) fn write<T>(&self, key: Key<'_>, decide: Decide<'_, T>) -> T {
-        let guard = &epoch::pin();
+        let guard = &shim::pin();
         let (mut id, _) = self.descend(Probe::at(key), 0, true, guard);
         loop {
             let top = self.table.get(id);

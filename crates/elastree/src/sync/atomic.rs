@@ -1,10 +1,11 @@
-//! The atomics the version lock is built on: std's, or loom's under the `loom` feature, so that
-//! the lock protocol can be model-checked (`tests/loom_olc.rs`).
+//! The atomics the version lock, the SB-tree's hand-over protocol and the Bw-tree's mapping
+//! table are built on: std's, or loom's under the `loom` feature, so that those protocols can
+//! be model-checked (`tests/loom_olc.rs`, `tests/loom_sbtree.rs`, `tests/loom_bwtree.rs`).
 
 #[cfg(feature = "loom")]
-pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(feature = "loom"))]
-pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// The pacing of one spin-wait: a few short spins, then yields of the thread, so that a
 /// lock holder that was descheduled gets a core back (with more threads than cores, or
