@@ -54,12 +54,14 @@ mod consolidate;
 mod delta;
 mod index;
 mod key;
+mod merge;
 mod scan;
 mod table;
 mod view;
 mod write;
 
 use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crossbeam_epoch::Guard;
@@ -72,7 +74,7 @@ use delta::{Link, Target};
 use table::{MappingTable, PageId};
 use view::{Probe, Step};
 
-pub use index::{BwTreeIndex, BwTreeOptions, DEFAULT_CHAIN_LENGTH};
+pub use index::{BwTreeIndex, BwTreeOptions, BwTreeStats, DEFAULT_CHAIN_LENGTH};
 
 /// The root's id: fixed, so that the tree grows by replacing the root's chain.
 const ROOT: PageId = 0;
@@ -119,6 +121,12 @@ pub(crate) struct BwTree {
     max_chain: u16,
     bytes: Arc<Bytes>,
     len: StripedCount,
+    /// The size of a page with no entries and no fences (the merge threshold's zero).
+    empty_bytes: usize,
+    /// Splits installed (statistics).
+    splits: AtomicU64,
+    /// Merges started: Unlink deltas installed (statistics).
+    merges: AtomicU64,
 }
 
 impl BwTree {
@@ -131,17 +139,34 @@ impl BwTree {
             max_chain,
             bytes: Arc::new(Bytes::default()),
             len: StripedCount::default(),
+            empty_bytes: 0,
+            splits: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
         };
+        let mut tree = tree;
         let root = tree.table.allocate();
         debug_assert_eq!(root, ROOT);
         let mut image = crate::node::page::PageImage::default();
-        let page = tree.build(&mut image, 0, 0..0, (None, None), NO_SIBLING);
+        let (page, size) = tree.build(&mut image, 0, 0..0, (None, None), NO_SIBLING);
         tree.table.set(ROOT, page);
+        tree.empty_bytes = size;
         tree
     }
 
+    /// Whether a leaf of `count` entries built in `size` bytes is under the merge
+    /// threshold: at most a quarter of the entries a leaf may hold, and entry bytes (the
+    /// size beyond an empty page's) at most a quarter of a leaf's. A page just split holds
+    /// about half of each, so it does not merge back at once; a page under the threshold
+    /// merged into a left sibling that is at most full makes at most 1.25 pages' worth, so
+    /// a merge splits again at most once. Tiny test pages (4 entries) merge at one entry.
+    fn underfull(&self, count: usize, size: usize) -> bool {
+        let spare = self.config.max_bytes(0).saturating_sub(self.empty_bytes);
+        count * 4 <= self.config.max_entries(0)
+            && size.saturating_sub(self.empty_bytes) * 4 <= spare
+    }
+
     /// Builds a base page at `level` from entries `range` of `image` (which fit), with
-    /// `fences` and right sibling `right`; counts its bytes.
+    /// `fences` and right sibling `right`; counts its bytes. Returns it and its size.
     fn build(
         &self,
         image: &mut crate::node::page::PageImage,
@@ -152,11 +177,11 @@ impl BwTree {
             Option<&crate::node::slotted::VarKey>,
         ),
         right: PageId,
-    ) -> Link {
+    ) -> (Link, usize) {
         let (node, size) = image.build(&self.config, level, range, fences);
         set_sibling(node, right);
         self.bytes.of(level).add(size);
-        Link::base(node)
+        (Link::base(node), size)
     }
 
     /// Allocates a delta on `next` (depth one more than `next`'s); counts its bytes.
@@ -205,8 +230,8 @@ impl BwTree {
     }
 
     /// Descends from the root to the page at `level` routed to for `probe` (the caller's
-    /// walk of it checks its fences); returns its id and the chain top read. A writer (`help`) that crosses an unfinished split posts
-    /// the parent's index entry on the way.
+    /// walk of it checks its fences); returns its id and the chain top read. A writer
+    /// (`help`) that crosses an unfinished split posts the parent's index entry on the way.
     fn descend(&self, probe: Probe<'_>, level: u16, help: bool, guard: &Guard) -> (PageId, Link) {
         'restart: loop {
             let mut id = ROOT;
@@ -229,7 +254,8 @@ impl BwTree {
                         }
                         id = right;
                     }
-                    Step::Restart => continue 'restart,
+                    // Inner pages are never removed: only a recycled id leads to a Remove.
+                    Step::Restart | Step::Left(_) => continue 'restart,
                 }
             }
         }
