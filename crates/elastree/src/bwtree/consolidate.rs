@@ -1,6 +1,7 @@
-//! Consolidation and structure modifications: a chain rebuilt into one optimized page,
-//! split in two when its entries no longer fit, the root grown, and the parent's index entry
-//! posted after a split.
+//! Consolidation and structure modifications: a chain rebuilt into one optimized page (the
+//! chains its Merge deltas absorbed included, its Unlinks' merges finished first and their
+//! removed pages retired after), split in two when its entries no longer fit, the root
+//! grown, and the parent's index entry posted after a split.
 //!
 //! Every change is installed by one compare-and-swap on a mapping-table entry, against the
 //! chain top the change was computed from; a thread that loses the race frees what it built
