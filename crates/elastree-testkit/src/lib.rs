@@ -3,6 +3,8 @@
 //!
 //! - [`alloc`]: a counting global allocator (current and peak bytes), for the memory tests
 //!   and the benchmarks' bytes per key;
+//! - [`churn`]: random updates that change an index's contents, and the freshly built
+//!   index with the same contents, for the garbage bound;
 //! - [`model`]: the model test every index kind runs against `BTreeMap`, the key
 //!   generators and the tuple table (`Registry`) that kinds with indirect keys load from;
 //! - [`limit`]: time limits that end a hung test process with a message naming the test;
@@ -16,6 +18,7 @@
 //! operation, the key, the seed, the expected and the actual value.
 
 pub mod alloc;
+pub mod churn;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod limit;

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use elastree::table::KeySource;
 use elastree::{Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, SeqTreeOptions};
 
+use elastree::bwtree::BwTreeStats;
 use elastree_testkit::alloc::{allocated, allocations, assert_close, CountingAlloc};
+use elastree_testkit::churn::{churn, fresh, key as churn_key};
 use elastree_testkit::model::{base_pages, prefix_split_pages};
 use elastree_testkit::time_limit;
 
@@ -267,4 +269,109 @@ fn scans_allocate_nothing_per_key() {
             }
         }
     }
+}
+
+/// The Bw-tree's garbage bound at test scale: 200,000 random updates on 2 threads over
+/// 50,000 keys (`elastree_testkit::churn`: each update flips a key of a 100,000-key space,
+/// so pages split, empty and merge), then, once the epoch has freed the retired chains,
+/// `memory()` (checked against the allocator) is within 10% of a freshly built tree with
+/// the same contents (the final keys inserted in a random order).
+/// `examples/bw_garbage.rs` measures the same at 10 million updates.
+#[test]
+fn bwtree_garbage_bound_after_random_updates() {
+    let _limit = time_limit();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    settle();
+    let baseline = allocated();
+    let build = || {
+        IndexBuilder::new(IndexKind::BwTree)
+            .key_len(KeyLen::Fixed(8))
+            .build()
+            .unwrap()
+    };
+    let churned = build();
+    let contents = churn(&*churned, 50_000, 200_000, 2, 1);
+    settle();
+    let held = churned.memory().total();
+    // The index and the list of its keys (allocated after the baseline) are all that is
+    // left.
+    let listed = (contents.capacity() * std::mem::size_of::<u64>()) as isize;
+    assert_close("bwtree churned", held, allocated() - baseline - listed);
+    let reference = build();
+    fresh(&*reference, &contents, 2);
+    let fresh_bytes = reference.memory().total();
+    eprintln!(
+        "bwtree: {} keys after 200,000 updates: {held} B; freshly built: {fresh_bytes} B \
+         ({:.3}x); {:?}",
+        contents.len(),
+        held as f64 / fresh_bytes as f64,
+        churned.stats_as::<BwTreeStats>()
+    );
+    assert_eq!(churned.len(), contents.len());
+    churned.check().unwrap();
+    assert!(
+        held * 10 <= fresh_bytes * 11,
+        "churned {held} B, fresh {fresh_bytes} B: more than 10% over"
+    );
+    // Free this thread's retired chains now, not during the next test's measurement.
+    drop((churned, reference));
+    settle();
+}
+
+/// The Bw-tree after deleting nine keys in ten (random order, 200,000 keys): leaves merge,
+/// and the bytes fall to near a freshly built tree's with the remaining keys.
+#[test]
+fn bwtree_shrinks_after_deletes() {
+    let _limit = time_limit();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let all: Vec<u64> = (0..200_000).collect();
+    let kept: Vec<u64> = all.iter().copied().filter(|i| i % 10 == 0).collect();
+    let mut order = all.clone();
+    order.retain(|i| i % 10 != 0);
+    order.sort_by_key(|&i| churn_key(i.wrapping_mul(31)));
+    settle();
+    let baseline = allocated();
+    let build = || {
+        IndexBuilder::new(IndexKind::BwTree)
+            .key_len(KeyLen::Fixed(8))
+            .build()
+            .unwrap()
+    };
+    // The index lives on a thread of its own (see `check_kind`).
+    let (full, held, stats) = std::thread::scope(|s| {
+        s.spawn(|| {
+            let index = build();
+            fresh(&*index, &all, 3);
+            settle();
+            let full = index.memory().total();
+            assert_close("bwtree before deletes", full, allocated() - baseline);
+            for &i in &order {
+                assert_eq!(index.remove(&churn_key(i)).unwrap(), Some(i));
+            }
+            settle();
+            let held = index.memory().total();
+            assert_close("bwtree after deletes", held, allocated() - baseline);
+            index.check().unwrap();
+            (full, held, index.stats_as::<BwTreeStats>())
+        })
+        .join()
+        .expect("the index's thread panicked")
+    });
+    let reference = build();
+    fresh(&*reference, &kept, 4);
+    let fresh_bytes = reference.memory().total();
+    eprintln!(
+        "bwtree: full {full} B; after deleting 90%: {held} B; fresh with the rest: \
+         {fresh_bytes} B ({:.3}x); {stats:?}",
+        held as f64 / fresh_bytes as f64,
+    );
+    assert!(held * 4 < full, "{held} B after deletes, {full} B full");
+    // Within 10% of the fresh tree (merged leaves are fuller than randomly split ones).
+    assert!(
+        held * 10 <= fresh_bytes * 11,
+        "{held} B after deletes, fresh {fresh_bytes} B"
+    );
+    // Free this thread's retired chains now, not during the next test's measurement.
+    drop(reference);
+    settle();
 }

@@ -3,6 +3,7 @@
 //! nodes (constant splits and merges) and with the default node sizes; the B+-tree also in
 //! optimized pages.
 
+use elastree::bwtree::BwTreeStats;
 use elastree::elastic::ElasticStats;
 use elastree::sbtree::SbTreeStats;
 use elastree::{IndexBuilder, IndexKind};
@@ -29,7 +30,7 @@ const FORCED_MERGES: u64 = 5;
 
 /// Runs the model test on `kind` built by `builder` and, with tiny nodes, checks that the
 /// run went through the kind's conversions: the elastic tree compacted leaves and expanded
-/// them back; the hybrid index merged, both the merges the run forced and at least one its
+/// them back; the Bw-tree merged pages; the hybrid index merged, both the merges the run forced and at least one its
 /// trigger started (counts the schedule cannot change; background merges race the
 /// operations in between).
 fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: Run) {
@@ -62,6 +63,16 @@ fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: 
         assert!(
             stats.compactions > 0 && stats.expansions > 0,
             "the elastic tree did not convert both ways ({:?}, seed {}): {stats:?}",
+            run.keys,
+            run.seed
+        );
+    }
+    if let Some(stats) = index.stats_as::<BwTreeStats>() {
+        // Tiny pages and chains of 2: the run's removes empty leaves, which merge into their
+        // left siblings (and pages split again as keys come back).
+        assert!(
+            stats.merges > 0 && stats.splits > stats.merges,
+            "the Bw-tree did not merge ({:?}, seed {}): {stats:?}",
             run.keys,
             run.seed
         );

@@ -10,6 +10,7 @@ use std::ops::Bound;
 use std::sync::Barrier;
 use std::thread;
 
+use elastree::bwtree::BwTreeStats;
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
@@ -86,15 +87,53 @@ impl Mine {
     }
 }
 
-/// Writer `w`'s run: random inserts and removes of the keys it owns, each result checked
-/// against what it wrote before. Writer 0 also forces merges of a hybrid index.
-fn write(built: &Built, registry: &Registry, enc: Enc, seed: u64, w: u64, what: &str) -> Mine {
+/// How the writers write: the share of inserts among their operations, and whether each
+/// first inserts every key it owns (so that a run of mostly removes empties pages).
+#[derive(Clone, Copy)]
+struct Mix {
+    inserts: f64,
+    preload: bool,
+}
+
+/// The mix of most tests: 60% inserts, from an index holding the stable keys only.
+const MIXED: Mix = Mix {
+    inserts: 0.6,
+    preload: false,
+};
+
+/// Writer `w`'s run: random inserts and removes of the keys it owns (in `mix`), each result
+/// checked against what it wrote before. Writer 0 also forces merges of a hybrid index.
+fn write(
+    built: &Built,
+    registry: &Registry,
+    enc: Enc,
+    seed: u64,
+    w: u64,
+    mix: Mix,
+    what: &str,
+) -> Mine {
     let index = built.index();
     let unique = index.is_unique();
     let universe = WRITERS * KEYS_PER_WRITER;
     let ops = scaled(OPS_PER_WRITER);
     let mut rng = StdRng::seed_from_u64(seed * 1000 + w);
     let mut mine = Mine::default();
+    let owned = (0..KEYS_PER_WRITER).map(|i| i * WRITERS + w);
+    for k in owned.filter(|k| mix.preload && k % STABLE_EVERY != 0) {
+        let key = encode(enc, k);
+        let tid = if unique {
+            let tid = universe + k;
+            registry.register(tid, &key);
+            mine.unique.insert(k, tid);
+            tid
+        } else {
+            let tid = registry.pair_tid(&key, 0);
+            mine.pairs.insert((k, tid));
+            tid
+        };
+        let previous = index.insert(&key, tid).unwrap();
+        assert_eq!(previous, None, "{what}: writer {w} preloading key {k}");
+    }
     for op in 0..ops {
         if w == 0 && (1..=FORCED_MERGES).any(|i| op == ops * i / (FORCED_MERGES + 1)) {
             if let Some(hybrid) = built.hybrid() {
@@ -113,14 +152,14 @@ fn write(built: &Built, registry: &Registry, enc: Enc, seed: u64, w: u64, what: 
         // Tids name tuples: one per insert (unique), or one of three per key (non-unique);
         // the registry is the table kinds with indirect keys load keys from.
         let tid = if unique {
-            let tid = universe + op * WRITERS + w;
+            let tid = universe * 2 + op * WRITERS + w;
             registry.register(tid, &key);
             tid
         } else {
             registry.pair_tid(&key, rng.gen_range(0..3))
         };
         let ctx = || format!("{what}: writer {w} op {op} key {k} tid {tid}");
-        if rng.gen_bool(0.6) {
+        if rng.gen_bool(mix.inserts) {
             let previous = index
                 .insert(&key, tid)
                 .unwrap_or_else(|e| panic!("insert failed: {e}; {}", ctx()));
@@ -191,7 +230,7 @@ fn scan(index: &dyn Index, enc: Enc, seed: u64, scanner: u64, stop: &StopFlag, w
     }
 }
 
-fn stress(built: &Built, registry: &Registry, enc: Enc, seed: u64, what: &str) {
+fn stress(built: &Built, registry: &Registry, enc: Enc, seed: u64, mix: Mix, what: &str) {
     let index = built.index();
     let universe = WRITERS * KEYS_PER_WRITER;
     let stable: Vec<u64> = (0..universe).step_by(STABLE_EVERY as usize).collect();
@@ -220,7 +259,7 @@ fn stress(built: &Built, registry: &Registry, enc: Enc, seed: u64, what: &str) {
                 let barrier = &barrier;
                 s.spawn(move || {
                     barrier.wait();
-                    write(built, registry, enc, seed, w, what)
+                    write(built, registry, enc, seed, w, mix, what)
                 })
             })
             .collect();
@@ -273,7 +312,7 @@ fn run_shaped(kind: IndexKind, shape: Shape, unique: bool, key_len: KeyLen, tiny
             b
         };
         let built = Built::new(&shape(b, tiny));
-        stress(&built, &registry, enc, seed, &what);
+        stress(&built, &registry, enc, seed, MIXED, &what);
         if let Some(stats) = built.index().stats_as::<ElasticStats>() {
             // The race ran through conversions, not around them.
             assert!(
@@ -356,6 +395,40 @@ fn bwtree_tiny_pages_short_chains() {
         (true, KeyLen::Fixed(8), Enc::Fixed8),
     ] {
         run_shaped(IndexKind::BwTree, bwtree_pages, unique, key_len, true, enc);
+    }
+}
+
+/// The Bw-tree with the smallest pages and chains of 2, each writer first inserting every
+/// key it owns, then removing far more than it inserts (30% inserts) while scanners read:
+/// emptied leaves merge into their left siblings all the time, racing splits, other merges
+/// and the scans. No key is lost or duplicated, and the leaves' count falls.
+#[test]
+fn bwtree_delete_heavy_tiny_pages() {
+    let _limit = time_limit();
+    let mix = Mix {
+        inserts: 0.3,
+        preload: true,
+    };
+    for (unique, key_len, enc) in [
+        (true, KeyLen::Fixed(8), Enc::Fixed8),
+        (false, KeyLen::Variable, Enc::Var),
+    ] {
+        for seed in seeds() {
+            let what = format!("bwtree delete-heavy unique {unique} {enc:?}, seed {seed}");
+            let registry = Registry::new();
+            let b = builder(IndexKind::BwTree, &registry, STRESS_BUDGET)
+                .unique(unique)
+                .key_len(key_len)
+                .leaf_capacity(4)
+                .inner_capacity(4);
+            let built = Built::new(&bwtree_pages(b, true));
+            stress(&built, &registry, enc, seed, mix, &what);
+            let stats = built.index().stats_as::<BwTreeStats>().unwrap();
+            // About 30% of the keys stay (and the stable tenth): the leaves, split while the
+            // writers preloaded, merged back.
+            assert!(stats.merges > 100, "{what}: {stats:?}");
+            assert!(stats.splits > stats.merges, "{what}: {stats:?}");
+        }
     }
 }
 

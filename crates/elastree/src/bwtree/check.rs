@@ -1,9 +1,14 @@
 //! The invariant walk ([`BwTree::check`]), for a tree at rest: from the root down, every
 //! page's chain is well formed (depths count down to a base page of the right level, deltas
-//! of the right kinds, within the page's fences), its consolidated entries are strictly
-//! ascending and within its fences, a child's fences are exactly the range its parent routes
-//! to it, each level's pages are linked left to right through their sibling ids, every page
-//! id reached once, and the mapping table holds nothing else.
+//! of the right kinds, within the page's fences; the chains Merge deltas absorbed too), its
+//! consolidated entries are strictly ascending and within its fences, a child's fences are
+//! exactly the range its parent routes to it, each level's pages are linked left to right
+//! through their sibling ids and their fences are contiguous (the first unbounded below, the
+//! last above: no range covered twice or not at all), every page id reached once, no
+//! removed page routed to, and the mapping table holds nothing else but removed pages
+//! waiting for their parent's Unlink to be consolidated away: each named by an Unlink on a
+//! reached parent and frozen by a Remove (and, the level walk shows, no longer any page's
+//! sibling: its merge finished).
 
 use std::collections::HashSet;
 
@@ -27,14 +32,21 @@ struct Range {
     high: Option<VarKey>,
 }
 
+/// What the walk gathers: pages reached, each level's pages left to right (id, right
+/// sibling, fences), the removed pages that reached Unlinks name, the entries counted.
+#[derive(Default)]
+struct Walk {
+    seen: HashSet<PageId>,
+    levels: Vec<Vec<(PageId, PageId, Range)>>,
+    unlinked: HashSet<PageId>,
+    entries: usize,
+}
+
 impl BwTree {
     /// Checks every invariant (see the module docs); call while no writer runs.
     pub(super) fn check(&self) -> Result<(), Error> {
         let _guard = shim::pin();
-        let mut seen = HashSet::new();
-        // The pages of each level, left to right, with the sibling each names.
-        let mut levels: Vec<Vec<(PageId, PageId)>> = Vec::new();
-        let mut entries = 0;
+        let mut walk = Walk::default();
         let range = Range {
             low: None,
             high: None,
@@ -44,37 +56,87 @@ impl BwTree {
         let Some(height) = (unsafe { super::view::level_of(top) }) else {
             return Err(corrupt("no root".into()));
         };
-        levels.resize(usize::from(height) + 1, Vec::new());
-        self.check_page(ROOT, height, &range, &mut seen, &mut levels, &mut entries)?;
-        for (level, pages) in levels.iter().enumerate() {
+        walk.levels.resize_with(usize::from(height) + 1, Vec::new);
+        self.check_page(ROOT, height, &range, &mut walk)?;
+        for (level, pages) in walk.levels.iter().enumerate() {
             for pair in pages.windows(2) {
-                if pair[0].1 != pair[1].0 {
+                let ((left, right, before), (next, _, after)) = (&pair[0], &pair[1]);
+                if right != next {
                     return Err(corrupt(format!(
-                        "level {level}: page {} names sibling {}, the next page is {}",
-                        pair[0].0, pair[0].1, pair[1].0
+                        "level {level}: page {left} names sibling {right}, the next page is {next}"
+                    )));
+                }
+                if before.high.is_none() || before.high != after.low {
+                    return Err(corrupt(format!(
+                        "level {level}: page {left} ends at {:?}, page {next} starts at {:?}",
+                        before.high, after.low
                     )));
                 }
             }
-            if let Some(&(id, right)) = pages.last() {
-                if right != NO_SIBLING {
-                    return Err(corrupt(format!(
-                        "level {level}: last page {id} names sibling {right}"
-                    )));
-                }
-            }
-        }
-        for id in 0..self.table.end() {
-            if !seen.contains(&id) && self.table.get(id) != Link::NULL {
+            let (Some(first), Some(last)) = (pages.first(), pages.last()) else {
+                continue;
+            };
+            if first.2.low.is_some() || last.2.high.is_some() || last.1 != NO_SIBLING {
                 return Err(corrupt(format!(
-                    "page {id} is in the table but unreachable"
+                    "level {level}: pages {} to {} do not cover every key or {} names \
+                     sibling {}",
+                    first.0, last.0, last.0, last.1
                 )));
             }
         }
-        if entries != self.len.get() {
+        for id in 0..self.table.end() {
+            let top = self.table.get(id);
+            if walk.seen.contains(&id) || top == Link::NULL {
+                continue;
+            }
+            self.check_removed(id, top, &walk)?;
+        }
+        if walk.entries != self.len.get() {
             return Err(corrupt(format!(
-                "{entries} entries, len says {}",
+                "{} entries, len says {}",
+                walk.entries,
                 self.len.get()
             )));
+        }
+        Ok(())
+    }
+
+    /// Leaves and inner pages reachable from the root (a walk of the routes; call while no
+    /// writer runs).
+    pub(super) fn pages(&self) -> (u64, u64) {
+        let _guard = shim::pin();
+        let mut image = PageImage::default();
+        let mut pages = (0, 0);
+        let mut stack = vec![ROOT];
+        while let Some(id) = stack.pop() {
+            let Some(shape) = self.collect(self.table.get(id), &mut image) else {
+                continue;
+            };
+            if shape.level > 0 {
+                pages.1 += 1;
+                stack.extend((0..image.len()).map(|i| image.value(i)));
+            } else {
+                pages.0 += 1;
+            }
+        }
+        pages
+    }
+
+    /// Checks unreached page `id` (chain `top`): a removed leaf that a reached parent's
+    /// Unlink names. (A merge left unfinished would show in the level walk: the left
+    /// sibling would still name the removed page.)
+    fn check_removed(&self, id: PageId, top: Link, walk: &Walk) -> Result<(), Error> {
+        // SAFETY: read from the table while pinned (the caller holds the pin).
+        match unsafe { top.target() } {
+            Target::Delta(d) if d.kind() == Kind::Remove && d.value() == id => {}
+            _ => {
+                return Err(corrupt(format!(
+                    "page {id} is in the table but unreachable"
+                )))
+            }
+        }
+        if !walk.unlinked.contains(&id) {
+            return Err(corrupt(format!("removed page {id}: no parent unlinks it")));
         }
         Ok(())
     }
@@ -85,15 +147,13 @@ impl BwTree {
         id: PageId,
         level: u16,
         range: &Range,
-        seen: &mut HashSet<PageId>,
-        levels: &mut [Vec<(PageId, PageId)>],
-        entries: &mut usize,
+        walk: &mut Walk,
     ) -> Result<(), Error> {
-        if !seen.insert(id) {
+        if !walk.seen.insert(id) {
             return Err(corrupt(format!("page {id} is reached twice")));
         }
         let top = self.table.get(id);
-        self.check_chain(id, level, top)?;
+        self.check_chain(id, level, top, walk)?;
         let mut image = PageImage::default();
         let shape = self
             .collect(top, &mut image)
@@ -104,7 +164,14 @@ impl BwTree {
                 shape.low, shape.high, range.low, range.high
             )));
         }
-        levels[usize::from(level)].push((id, shape.right));
+        walk.levels[usize::from(level)].push((
+            id,
+            shape.right,
+            Range {
+                low: shape.low.clone(),
+                high: shape.high.clone(),
+            },
+        ));
         let key = |i: usize| Key {
             bytes: image.key(i),
             tid: image.tid(i),
@@ -124,7 +191,7 @@ impl BwTree {
             }
         }
         if level == 0 {
-            *entries += image.len();
+            walk.entries += image.len();
             return Ok(());
         }
         if image.is_empty() || key(0) != range.low.as_ref().map_or(Key::MIN, Key::of) {
@@ -143,13 +210,14 @@ impl BwTree {
                     None => range.high.clone(),
                 },
             };
-            self.check_page(*child, level - 1, &child_range, seen, levels, entries)?;
+            self.check_page(*child, level - 1, &child_range, walk)?;
         }
         Ok(())
     }
 
-    /// Checks the chain of page `id` at `level`: depths, kinds and the base page.
-    fn check_chain(&self, id: PageId, level: u16, top: Link) -> Result<(), Error> {
+    /// Checks the chain of page `id` at `level`: depths, kinds and the base page, and the
+    /// chains its Merge deltas absorbed; notes the pages its Unlinks name.
+    fn check_chain(&self, id: PageId, level: u16, top: Link, walk: &mut Walk) -> Result<(), Error> {
         let mut link = top;
         // SAFETY: read from the table while pinned (the caller holds the pin).
         let mut depth = unsafe { top.depth() };
@@ -164,8 +232,15 @@ impl BwTree {
                     if d.level() != level {
                         return Err(corrupt(format!("page {id}: delta of level {}", d.level())));
                     }
-                    let leaf_kind = matches!(d.kind(), Kind::Insert | Kind::Delete);
-                    if leaf_kind != (level == 0) && d.kind() != Kind::Split {
+                    let fits = match d.kind() {
+                        Kind::Insert | Kind::Delete | Kind::Merge => level == 0,
+                        Kind::IndexEntry | Kind::Unlink => level > 0,
+                        Kind::Split => true,
+                        Kind::Remove => {
+                            return Err(corrupt(format!("removed page {id} is routed to")))
+                        }
+                    };
+                    if !fits {
                         return Err(corrupt(format!(
                             "page {id}: {:?} at level {level}",
                             d.kind()
@@ -173,6 +248,15 @@ impl BwTree {
                     }
                     if usize::from(depth) > usize::from(self.max_chain) + 2 {
                         return Err(corrupt(format!("page {id}: chain of {depth} deltas")));
+                    }
+                    match d.kind() {
+                        Kind::Unlink => {
+                            walk.unlinked.insert(d.value());
+                        }
+                        Kind::Merge => {
+                            self.check_chain(id, level, Link(d.value() as usize), walk)?;
+                        }
+                        _ => {}
                     }
                     depth -= 1;
                     link = d.next();

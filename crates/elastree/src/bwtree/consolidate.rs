@@ -1,10 +1,13 @@
-//! Consolidation and structure modifications: a chain rebuilt into one optimized page,
-//! split in two when its entries no longer fit, the root grown, and the parent's index entry
-//! posted after a split.
+//! Consolidation and structure modifications: a chain rebuilt into one optimized page (the
+//! chains its Merge deltas absorbed included, its Unlinks' merges finished first and their
+//! removed pages retired after), split in two when its entries no longer fit, the root
+//! grown, and the parent's index entry posted after a split.
 //!
 //! Every change is installed by one compare-and-swap on a mapping-table entry, against the
 //! chain top the change was computed from; a thread that loses the race frees what it built
 //! (never published) and leaves the page to whoever won.
+
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::delta::{Delta, Kind, Link, NewDelta, Target};
 use super::key::Key;
@@ -14,7 +17,7 @@ use super::view::{Probe, Step};
 use super::{sibling, BwTree, NO_SIBLING, ROOT};
 use crate::node::page::{fence, PageImage, PageRepr};
 use crate::node::slotted::VarKey;
-use crate::node::NodeRepr;
+use crate::node::{NodeHeader, NodeRepr};
 
 /// A page's state read from one chain: its level, fences and right sibling; the entries
 /// are in the [`PageImage`] filled alongside.
@@ -27,63 +30,46 @@ pub(super) struct Shape {
 
 impl BwTree {
     /// Fills `image` with the entries of the chain at `top` (read under the caller's pin),
-    /// sorted, each key once with its newest state, deletes applied, keys moved away by a
-    /// split dropped; returns the page's shape. `None` for a null link.
+    /// sorted, each key once with its newest state, deletes (and Unlinks) applied, keys
+    /// moved away by a split dropped, the chains of absorbed pages (Merge deltas) taken in;
+    /// returns the page's shape. `None` for a null link or a removed page.
     pub(super) fn collect(&self, top: Link, image: &mut PageImage) -> Option<Shape> {
         image.clear();
         let mut deltas: Vec<&Delta> = Vec::new();
-        let mut split: Option<&Delta> = None;
-        let mut link = top;
-        let base = loop {
-            // SAFETY: `top` was read from the mapping table under the caller's pin; every
-            // record of its chain outlives the pin.
-            match unsafe { link.target() } {
-                Target::Null => return None,
-                Target::Delta(d) => {
-                    match d.kind() {
-                        // The newest split is the page's end (older ones end further right).
-                        Kind::Split if split.is_none() => split = Some(d),
-                        Kind::Split => {}
-                        _ => deltas.push(d),
-                    }
-                    link = d.next();
-                }
-                Target::Base(node) => break node,
-            }
-        };
-        let level = base.level();
-        let (high, right) = match split {
-            Some(s) => (Some(s.key().to_owned(self.pairs)), s.value()),
-            None => (fence(base, &self.config, false), sibling(base)),
-        };
-        let below_high = |key: Key<'_>| high.as_ref().is_none_or(|h| key < Key::of(h));
+        let mut bases: Vec<(&NodeHeader, Option<Key<'_>>)> = Vec::new();
+        let (level, high, right) = self.gather(top, None, &mut deltas, &mut bases)?;
+        // The page's own base comes last (absorbed chains are gathered before the rest of
+        // the chain below their Merge), and absorbed ranges lie right of it: ascending order.
+        bases.reverse();
+        let low = fence(bases[0].0, &self.config, true);
         // Newest first; a stable sort keeps the newest of a key first.
         deltas.sort_by(|a, b| a.key().cmp(&b.key()));
         deltas.dedup_by(|later, first| later.key() == first.key());
-        let count = PageRepr::count(base, &self.config);
         let mut entry = VarKey::default();
         let mut next = 0;
         let push_delta = |d: &Delta, image: &mut PageImage| {
-            if d.kind() != Kind::Delete && below_high(d.key()) {
+            if !matches!(d.kind(), Kind::Delete | Kind::Unlink) {
                 image.push(d.key().bytes, d.key().tid, d.value());
             }
         };
-        for i in 0..count {
-            PageRepr::key_into(base, &self.config, i, &mut entry);
-            let key = Key::of(&entry);
-            while next < deltas.len() && deltas[next].key() < key {
-                push_delta(deltas[next], image);
-                next += 1;
-            }
-            if next < deltas.len() && deltas[next].key() == key {
-                push_delta(deltas[next], image);
-                next += 1;
-            } else if below_high(key) {
-                image.push(
-                    key.bytes,
-                    key.tid,
-                    PageRepr::value_at(base, &self.config, i),
-                );
+        for &(base, filter) in &bases {
+            for i in 0..PageRepr::count(base, &self.config) {
+                PageRepr::key_into(base, &self.config, i, &mut entry);
+                let key = Key::of(&entry);
+                while next < deltas.len() && deltas[next].key() < key {
+                    push_delta(deltas[next], image);
+                    next += 1;
+                }
+                if next < deltas.len() && deltas[next].key() == key {
+                    push_delta(deltas[next], image);
+                    next += 1;
+                } else if filter.is_none_or(|f| key < f) {
+                    image.push(
+                        key.bytes,
+                        key.tid,
+                        PageRepr::value_at(base, &self.config, i),
+                    );
+                }
             }
         }
         for d in &deltas[next..] {
@@ -91,34 +77,120 @@ impl BwTree {
         }
         Some(Shape {
             level,
-            low: fence(base, &self.config, true),
+            low,
             high,
             right,
         })
     }
 
+    /// Gathers the chain at `top` for [`Self::collect`]: its entry deltas still inside the
+    /// page (below `filter` and every Split above them) into `deltas`, newest first, and its
+    /// base pages with their own filters into `bases` (an absorbed chain's before the rest);
+    /// returns the chain's level, high fence and right sibling.
+    #[allow(clippy::type_complexity)]
+    fn gather<'g>(
+        &self,
+        top: Link,
+        mut filter: Option<Key<'g>>,
+        deltas: &mut Vec<&'g Delta>,
+        bases: &mut Vec<(&'g NodeHeader, Option<Key<'g>>)>,
+    ) -> Option<(u16, Option<VarKey>, PageId)> {
+        let mut bound: Option<(Option<VarKey>, PageId)> = None;
+        let mut link = top;
+        loop {
+            // SAFETY: `top` was read from the mapping table under the caller's pin; every
+            // record of its chain (and of the chains its Merges own) outlives the pin.
+            match unsafe { link.target::<'g>() } {
+                Target::Null => return None,
+                Target::Delta(d) => {
+                    match d.kind() {
+                        // The newest split or merge is the page's end; a split also ends
+                        // everything below it.
+                        Kind::Split => {
+                            if bound.is_none() {
+                                bound = Some((Some(d.key().to_owned(self.pairs)), d.value()));
+                            }
+                            if filter.is_none_or(|f| d.key() < f) {
+                                filter = Some(d.key());
+                            }
+                        }
+                        Kind::Merge => {
+                            let absorbed = Link(d.value() as usize);
+                            let (_, _, right) = self.gather(absorbed, filter, deltas, bases)?;
+                            if bound.is_none() {
+                                bound = Some((d.high().map(|h| h.to_owned(self.pairs)), right));
+                            }
+                        }
+                        Kind::Remove => return None,
+                        _ => {
+                            if filter.is_none_or(|f| d.key() < f) {
+                                deltas.push(d);
+                            }
+                        }
+                    }
+                    link = d.next();
+                }
+                Target::Base(node) => {
+                    bases.push((node, filter));
+                    let (high, right) =
+                        bound.unwrap_or_else(|| (fence(node, &self.config, false), sibling(node)));
+                    return Some((node.level(), high, right));
+                }
+            }
+        }
+    }
+
     /// Consolidates page `id` if its chain is still `top`: into one page, or two when its
     /// entries no longer fit (a split; the root grows instead). Does nothing if another
-    /// thread changed the page first.
-    pub(super) fn consolidate(&self, id: PageId, top: Link, guard: &Guard) {
+    /// thread changed the page first. An inner page first finishes the merges its Unlink
+    /// deltas announce, and the consolidation that drops them retires the removed pages.
+    /// Returns whether it installed one leaf, not the root's, under the merge threshold
+    /// ([`Self::underfull`]) and not the leftmost of its level: a page to merge.
+    pub(super) fn consolidate(&self, id: PageId, top: Link, guard: &Guard) -> bool {
+        let unlinks = self.unlinks(top);
+        for unlink in &unlinks {
+            self.finish_merge(unlink, guard);
+        }
         let mut image = PageImage::default();
         let Some(shape) = self.collect(top, &mut image) else {
-            return;
+            return false;
         };
         let n = image.len();
         let fences = (shape.low.as_ref(), shape.high.as_ref());
         if n < 2 || image.fits(&self.config, shape.level, 0..n, fences) {
-            let page = self.build(&mut image, shape.level, 0..n, fences, shape.right);
+            let (page, size) = self.build(&mut image, shape.level, 0..n, fences, shape.right);
             if self.table.cas(id, top, page) {
                 self.retire(top, guard);
-            } else {
-                self.discard(page, true);
+                for unlink in &unlinks {
+                    self.retire_removed(unlink.value(), guard);
+                }
+                return shape.level == 0
+                    && id != ROOT
+                    && shape.low.is_some()
+                    && self.underfull(n, size);
             }
+            self.discard(page, true);
         } else if id == ROOT {
             self.grow_root(top, shape.level, guard);
         } else {
             self.split(id, top, &mut image, &shape, guard);
         }
+        false
+    }
+
+    /// The Unlink deltas of the chain at `top` (an inner page's; read under the caller's
+    /// pin), newest first.
+    fn unlinks<'g>(&self, top: Link) -> Vec<&'g Delta> {
+        let mut found = Vec::new();
+        let mut link = top;
+        // SAFETY: read from the mapping table under the caller's pin; the chain outlives it.
+        while let Target::Delta(d) = unsafe { link.target::<'g>() } {
+            if d.kind() == Kind::Unlink {
+                found.push(d);
+            }
+            link = d.next();
+        }
+        found
     }
 
     /// Splits page `id` (chain `top`, entries in `image`): the right half becomes a new
@@ -143,7 +215,7 @@ impl BwTree {
             separator = image.separator(&self.config, leaf, at);
         }
         let right_id = self.table.allocate();
-        let right = self.build(
+        let (right, _) = self.build(
             image,
             shape.level,
             at..n,
@@ -170,6 +242,7 @@ impl BwTree {
         if let Target::Delta(split) = unsafe { delta.target() } {
             self.help_split(shape.level, split, guard);
         }
+        self.splits.fetch_add(1, Relaxed);
         let now = self.table.get(id);
         self.consolidate(id, now, guard);
     }
@@ -183,7 +256,7 @@ impl BwTree {
         self.table.set(child, top);
         let mut root_image = PageImage::default();
         root_image.push(Key::MIN.bytes, Key::MIN.tid, child);
-        let root = self.build(&mut root_image, level + 1, 0..1, (None, None), NO_SIBLING);
+        let (root, _) = self.build(&mut root_image, level + 1, 0..1, (None, None), NO_SIBLING);
         if self.table.cas(ROOT, top, root) {
             self.consolidate(child, top, guard);
         } else {
@@ -224,7 +297,20 @@ impl BwTree {
                     continue;
                 }
                 // The parent changed under the descent: look again.
-                Step::Here(_) | Step::Restart => continue,
+                Step::Here(_) | Step::Restart | Step::Left(_) => continue,
+            }
+            // A page being merged away lost its entry on purpose (an Unlink on the parent,
+            // then a Remove on the page, which stays until the Unlink is consolidated away):
+            // its entry must not come back. The parent's snapshot is read before the page's
+            // state, so an Unlink installed after it fails the compare-and-swap below.
+            if self.unlinks(top).iter().any(|u| u.value() == child) {
+                return;
+            }
+            // SAFETY: read from the mapping table under `guard`.
+            match unsafe { self.table.get(child).target() } {
+                Target::Null => return,
+                Target::Delta(d) if d.kind() == Kind::Remove => return,
+                _ => {}
             }
             let new = NewDelta {
                 kind: Kind::IndexEntry,
@@ -243,11 +329,11 @@ impl BwTree {
     }
 
     /// Consolidates page `id` after this thread installed `top` on it, if its chain is
-    /// longer than the limit.
-    pub(super) fn maybe_consolidate(&self, id: PageId, top: Link, guard: &Guard) {
+    /// longer than the limit; returns whether the page is now one to merge (see
+    /// [`Self::consolidate`]).
+    pub(super) fn maybe_consolidate(&self, id: PageId, top: Link, guard: &Guard) -> bool {
         // SAFETY: `top` was installed by this thread while pinned.
-        if unsafe { top.depth() } > self.max_chain {
-            self.consolidate(id, top, guard);
-        }
+        let long = unsafe { top.depth() } > self.max_chain;
+        long && self.consolidate(id, top, guard)
     }
 }

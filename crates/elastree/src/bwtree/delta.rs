@@ -5,28 +5,34 @@
 //!
 //! ```text
 //! 0   next      u64   the rest of the chain (a Link: a delta, or the base page)
-//! 8   kind      u8    Insert, Delete, Split or IndexEntry
+//! 8   kind      u8    Insert, Delete, Split, IndexEntry, Remove, Merge or Unlink
 //! 10  level     u16   the page's level (0: leaf)
 //! 12  depth     u16   deltas from this one down to the base, this one included
 //! 16  key_len   u32   bytes of the key
 //! 20  high_len  u32   bytes of the high key, NO_HIGH for none (unbounded)
 //! 24  tid       u64   the key's tid (non-unique trees; 0 in unique ones)
 //! 32  high_tid  u64   the high key's tid
-//! 40  value     u64   Insert: the value; Split: the new right page; IndexEntry: the child
+//! 40  value     u64   Insert: the value; Split: the new right page; IndexEntry: the child;
+//!                     Remove: the removed page's own id; Merge: the Link to the removed
+//!                     page's chain; Unlink: the removed child
 //! 48  key bytes, then high key bytes
 //! ```
 //!
 //! Invariants: a delta is immutable once published (installed by a compare-and-swap on its
 //! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
-//! `next`'s depth plus one (a base page's is 0). Insert and Delete appear only on leaves,
-//! IndexEntry only on inner pages; Split and IndexEntry carry the high key (the end of the
-//! range they move).
+//! `next`'s depth plus one (a base page's is 0). Insert, Delete, Remove and Merge appear
+//! only on leaves (only leaves are merged), IndexEntry and Unlink only on inner pages; Split,
+//! IndexEntry, Remove, Merge and Unlink carry the high key (the end of the range they move).
+//! A Remove is only ever the top of its page's chain (nothing is installed on it), and its
+//! `next` belongs to the Merge that absorbs it: freeing a Remove frees the delta alone. A
+//! Merge owns the chain its value links to (freed with the Merge's own chain).
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 use super::key::Key;
 use crate::node::page::{PageConfig, PageRepr};
+use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
 
 /// A mapping-table entry or a delta's `next`: null, a delta (low bit clear) or a base page
@@ -107,6 +113,16 @@ pub(super) enum Kind {
     /// Keys from `key` up to the high key are in child `value` (posted on the parent after a
     /// split).
     IndexEntry,
+    /// This page (id `value`, keys from `key` up to the high key) is removed: its keys are
+    /// now in the page to its left. Always the chain's top; `next` is the frozen page.
+    Remove,
+    /// This page absorbed its removed right sibling: keys from `key` up to the high key are
+    /// in the chain `value` links to (the removed page's frozen chain), and this page's
+    /// right sibling is that page's.
+    Merge,
+    /// Child `value` (keys from `key` up to the high key) is being merged into its left
+    /// sibling: route that range as the keys just below `key` (the index-term delete).
+    Unlink,
 }
 
 /// `high_len` of a delta whose high key is unbounded.
@@ -217,6 +233,16 @@ impl Delta {
         })
     }
 
+    /// The end of the range a structure delta moves, owned: a Split's own key (`split`: the
+    /// page now ends there) or the high key (`None`: unbounded).
+    pub fn high_key(&self, pairs: bool, split: bool) -> Option<VarKey> {
+        if split {
+            Some(self.key().to_owned(pairs))
+        } else {
+            self.high().map(|h| h.to_owned(pairs))
+        }
+    }
+
     /// What the delta says.
     #[inline]
     pub fn kind(&self) -> Kind {
@@ -275,8 +301,8 @@ pub(super) unsafe fn free_base(config: &PageConfig, node: NonNull<NodeHeader>) -
     unsafe { PageRepr::free(config, node) }
 }
 
-/// Frees every record of the chain at `top` (deltas and the base page); returns the bytes
-/// freed and the base's level.
+/// Frees every record of the chain at `top` (deltas, the chains Merge deltas own, and the
+/// base page; a Remove delta alone); returns the bytes freed and the chain's level.
 ///
 /// # Safety
 ///
@@ -290,10 +316,18 @@ pub(super) unsafe fn free_chain(config: &PageConfig, top: Link) -> (usize, u16) 
         match unsafe { link.target() } {
             Target::Null => return (bytes, level),
             Target::Delta(d) => {
-                let next = d.next();
+                let (kind, next) = (d.kind(), d.next());
+                if kind == Kind::Merge {
+                    // SAFETY: the Merge owns the removed page's chain (see the module docs).
+                    bytes += unsafe { free_chain(config, Link(d.value() as usize)) }.0;
+                }
                 level = d.level();
                 // SAFETY: as above.
                 bytes += unsafe { free_delta(NonNull::from(d)) };
+                if kind == Kind::Remove {
+                    // The frozen chain below belongs to the Merge that absorbed it.
+                    return (bytes, level);
+                }
                 link = next;
             }
             Target::Base(node) => {

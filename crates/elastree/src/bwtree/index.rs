@@ -2,6 +2,8 @@
 
 use std::ops::Bound;
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::key::Key;
 use super::shim;
 use super::BwTree;
@@ -10,6 +12,7 @@ use crate::index::{check_key, pair_bound, Direction, Index, KeyLen};
 use crate::kind::KindOptions;
 use crate::mem::MemoryUsage;
 use crate::node::page::{MidWidth, PageConfig, MAX_PAGE_KEY_LEN};
+use crate::stats::KindStats;
 use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 
 /// Deltas a chain may hold before it is consolidated. Each delta a lookup passes is a
@@ -106,6 +109,24 @@ impl KindOptions for BwTreeOptions {
         Ok(Box::new(BwTreeIndex::new(options, self)?))
     }
 }
+
+/// What a Bw-tree's structure modifications have done (`stats_as::<BwTreeStats>()` on the
+/// index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BwTreeStats {
+    /// Pages split (Split deltas installed; root growth not counted).
+    pub splits: u64,
+    /// Leaves merged into their left sibling (merges started: an Unlink installed on the
+    /// parent is always finished).
+    pub merges: u64,
+    /// Leaves in the tree: reachable from the root, removed pages waiting for retirement
+    /// not counted (computed by a walk; call while no writer runs).
+    pub leaves: u64,
+    /// Inner pages in the tree (likewise).
+    pub inner: u64,
+}
+
+impl KindStats for BwTreeStats {}
 
 /// The Bw-tree as an [`Index`] (see [`crate::bwtree`]).
 pub struct BwTreeIndex {
@@ -276,6 +297,16 @@ impl Index for BwTreeIndex {
     fn check(&self) -> Result<(), Error> {
         self.tree.check()
     }
+
+    fn stats(&self) -> Option<Box<dyn KindStats>> {
+        let (leaves, inner) = self.tree.pages();
+        Some(Box::new(BwTreeStats {
+            splits: self.tree.splits.load(Relaxed),
+            merges: self.tree.merges.load(Relaxed),
+            leaves,
+            inner,
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -334,10 +365,28 @@ mod tests {
             )
             .unwrap();
         assert_eq!(seen, (0..1000).rev().collect::<Vec<_>>());
+        let full = index.stats_as::<BwTreeStats>().unwrap();
         for i in 0..1000 {
             assert_eq!(index.remove(&key(i)).unwrap(), Some(i));
+            if i % 50 == 0 {
+                index.check().unwrap();
+            }
         }
         index.check().unwrap();
         assert_eq!(index.len(), 0);
+        let empty = index.stats_as::<BwTreeStats>().unwrap();
+        // Emptied leaves merged into their left siblings: the leaves' count falls by a
+        // third (4-entry pages: a parent's leftmost child stays, and so does a leaf whose
+        // last deletes, fewer than a chain's length, were not consolidated).
+        assert!(
+            empty.merges > 50 && empty.leaves * 3 < full.leaves * 2,
+            "{full:?} then {empty:?}"
+        );
+        // The keys come back: pages split again, through the recycled ids.
+        for i in 0..1000 {
+            assert_eq!(index.insert(&key(i), i).unwrap(), None);
+        }
+        index.check().unwrap();
+        assert_eq!(index.len(), 1000);
     }
 }

@@ -102,6 +102,11 @@ impl BwTree {
                 match self.covers(top, probe) {
                     Step::Here(_) => break Some(top),
                     Step::Right(right, _) => id = right,
+                    Step::Left(remove) => {
+                        // A removed page: its range is (once helped) in its left sibling.
+                        self.help_remove(remove, &guard);
+                        break None;
+                    }
                     Step::Child(_) | Step::Restart => break None,
                 }
             };

@@ -5,7 +5,11 @@
 //! A walk goes from the newest delta down to the base page. A Split delta whose range holds
 //! the key sends it to the right sibling (B-link); so does a base page whose high fence is
 //! at or below it. A page whose low fence is above the key was reached through a stale route:
-//! the operation starts again from the root.
+//! the operation starts again from the root. A Merge delta whose range holds the key sends
+//! the walk down the absorbed page's chain; an Unlink delta on an inner page routes its
+//! range as the keys just below it (to the left sibling that absorbs the removed child); a
+//! Remove delta (a removed page) ends the walk: the caller helps the merge finish and starts
+//! again from the root, whose routes no longer lead there.
 
 use std::cmp::Ordering as CmpOrdering;
 
@@ -13,7 +17,8 @@ use super::delta::{Delta, Kind, Link, Target};
 use super::key::Key;
 use super::table::PageId;
 use super::{sibling, BwTree};
-use crate::node::page::{fence_cmp, PageRepr};
+use crate::node::page::{fence, fence_cmp, PageRepr};
+use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
 
 /// What a walk is looking for: the page holding `key` (or, `below`, the page holding the
@@ -25,6 +30,14 @@ pub(super) struct Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
+    /// The page holding the keys just below `key`.
+    pub fn below(key: Key<'a>) -> Self {
+        Probe {
+            key: Some(key),
+            below: true,
+        }
+    }
+
     /// The page holding `key`.
     pub fn at(key: Key<'a>) -> Self {
         Probe {
@@ -95,6 +108,9 @@ pub(super) enum Step<'g> {
     Right(PageId, Option<&'g Delta>),
     /// The page is left of the probe's page (a stale route): start again from the root.
     Restart,
+    /// The page is removed (this Remove delta tops its chain): its keys are in its left
+    /// sibling once the merge finishes; help it finish and start again from the root.
+    Left(&'g Delta),
 }
 
 /// What a walk does at the base page and at the deltas that hold entries.
@@ -112,6 +128,7 @@ impl BwTree {
     /// Walks the chain at `top` (read from the mapping table under `'g`'s pin) for `probe`.
     fn walk<'g>(&self, top: Link, probe: Probe<'_>, goal: Goal) -> Step<'g> {
         let mut link = top;
+        let mut probe = probe;
         loop {
             // SAFETY: `top` was read from the mapping table while pinned for `'g`, and every
             // link below it from a published (immutable) delta of the same chain; the chain
@@ -136,6 +153,19 @@ impl BwTree {
                         {
                             return Step::Child(d.value());
                         }
+                        Kind::Unlink
+                            if goal == Goal::Route
+                                && !probe.before(d.key())
+                                && d.high().is_none_or(|h| !probe.past(h)) =>
+                        {
+                            // The removed child's range goes where the keys just below it go.
+                            probe = Probe::below(d.key());
+                        }
+                        Kind::Merge if !probe.before(d.key()) => {
+                            link = Link(d.value() as usize);
+                            continue;
+                        }
+                        Kind::Remove => return Step::Left(d),
                         _ => {}
                     }
                     link = d.next();
@@ -206,6 +236,33 @@ impl BwTree {
     #[inline]
     pub(super) fn covers<'g>(&self, top: Link, probe: Probe<'_>) -> Step<'g> {
         self.walk(top, probe, Goal::Fences)
+    }
+}
+
+impl BwTree {
+    /// The high fence (`None`: unbounded) and right sibling of the page whose chain is at
+    /// `top` (read under the caller's pin): the newest Split or Merge delta's, else the base
+    /// page's. `None` for a null link or a removed page.
+    pub(super) fn bounds(&self, top: Link) -> Option<(Option<VarKey>, PageId)> {
+        let mut link = top;
+        loop {
+            // SAFETY: as in `walk`.
+            match unsafe { link.target() } {
+                Target::Null => return None,
+                Target::Delta(d) => match d.kind() {
+                    Kind::Split => return Some((d.high_key(self.pairs, true), d.value())),
+                    Kind::Merge => {
+                        let (_, right) = self.bounds(Link(d.value() as usize))?;
+                        return Some((d.high_key(self.pairs, false), right));
+                    }
+                    Kind::Remove => return None,
+                    _ => link = d.next(),
+                },
+                Target::Base(node) => {
+                    return Some((fence(node, &self.config, false), sibling(node)));
+                }
+            }
+        }
     }
 }
 

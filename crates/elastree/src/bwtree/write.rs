@@ -1,6 +1,8 @@
 //! Inserts and removes: find the leaf, read the key's state from one snapshot of its chain,
 //! and prepend an Insert or Delete delta against that snapshot. A lost compare-and-swap
-//! reads the page again (a concurrent split may have moved the key right).
+//! reads the page again (a concurrent split may have moved the key right, a merge frozen
+//! the page). A write whose consolidation leaves the leaf under the merge threshold starts
+//! its merge.
 
 use super::delta::{Kind, NewDelta};
 use super::key::Key;
@@ -36,6 +38,11 @@ impl BwTree {
                     id = right;
                     continue;
                 }
+                Step::Left(remove) => {
+                    self.help_remove(remove, guard);
+                    id = self.descend(Probe::at(key), 0, true, guard).0;
+                    continue;
+                }
                 Step::Child(_) | Step::Restart => {
                     id = self.descend(Probe::at(key), 0, true, guard).0;
                     continue;
@@ -63,7 +70,9 @@ impl BwTree {
                     (true, false) => self.len.add(-1),
                     _ => {}
                 }
-                self.maybe_consolidate(id, delta, guard);
+                if self.maybe_consolidate(id, delta, guard) {
+                    self.try_merge(id, guard);
+                }
                 return result;
             }
             self.discard(delta, false);
@@ -77,6 +86,12 @@ impl BwTree {
             let id = match self.lookup(top, key) {
                 Step::Here(value) => return value,
                 Step::Right(right, _) => right,
+                Step::Left(remove) => {
+                    // The one write a reader makes: finishing a merge it would otherwise
+                    // wait for.
+                    self.help_remove(remove, guard);
+                    self.descend(Probe::at(key), 0, false, guard).0
+                }
                 Step::Child(_) | Step::Restart => self.descend(Probe::at(key), 0, false, guard).0,
             };
             top = self.table.get(id);
