@@ -33,7 +33,23 @@ fn scan_phase(
         let start = key(s.wrapping_mul(7919) % n);
         let mut visit = |_: &[u8], tid: u64| sum = sum.wrapping_add(tid);
         match cursor {
-            Some(_) => unimplemented!("cursors"),
+            Some(bw) => {
+                let mut c = bw
+                    .cursor(
+                        Bound::Included(&start[..]),
+                        Bound::Unbounded,
+                        Direction::Ascending,
+                    )
+                    .expect("cursor");
+                let mut got = 0;
+                while got < len {
+                    let batch = c.next_batch(len - got, &mut visit);
+                    if batch == 0 {
+                        break;
+                    }
+                    got += batch;
+                }
+            }
             None => {
                 index
                     .scan(

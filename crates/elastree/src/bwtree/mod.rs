@@ -11,7 +11,8 @@
 //! * `consolidate.rs`: consolidation into an optimized page, splits, root growth, and posting
 //!   (or helping post) the parent's index entry;
 //! * `write.rs`: inserts and removes;
-//! * `scan.rs`: range scans, a page at a time;
+//! * `scan.rs`: range scans, a page at a time, read in place;
+//! * `cursor.rs`: physiological and prefix cursors (section V);
 //! * `check.rs`: the invariant walk;
 //! * `index.rs`: the [`Index`](crate::Index) glue and [`BwTreeOptions`].
 //!
@@ -51,6 +52,7 @@
 
 mod check;
 mod consolidate;
+mod cursor;
 mod delta;
 mod index;
 mod key;
@@ -72,6 +74,7 @@ use delta::{Link, Target};
 use table::{MappingTable, PageId};
 use view::{Probe, Step};
 
+pub use cursor::{BwCursor, CursorStats, PrefixCursor, PrefixStats};
 pub use index::{BwTreeIndex, BwTreeOptions, DEFAULT_CHAIN_LENGTH};
 
 /// The root's id: fixed, so that the tree grows by replacing the root's chain.
