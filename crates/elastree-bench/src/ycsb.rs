@@ -206,9 +206,7 @@ impl Ycsb {
             Ycsb::F => "ycsb-f",
             Ycsb::Updates(percent) => name_of(UPDATE_MIXES, percent).unwrap_or("updates"),
             Ycsb::ScanUpdate(len) => name_of(SCAN_UPDATE_MIXES, len).unwrap_or("scan-update"),
-            Ycsb::CursorUpdate(len) => {
-                name_of(CURSOR_UPDATE_MIXES, len).unwrap_or("cursor-update")
-            }
+            Ycsb::CursorUpdate(len) => name_of(CURSOR_UPDATE_MIXES, len).unwrap_or("cursor-update"),
             Ycsb::LogicalUpdate(len) => {
                 name_of(LOGICAL_UPDATE_MIXES, len).unwrap_or("logical-update")
             }
@@ -280,10 +278,9 @@ impl Ycsb {
         match (self, kind) {
             (Ycsb::D, _) => RequestDist::Latest,
             (Ycsb::Updates(_), _)
-            | (
-                Ycsb::ScanUpdate(_) | Ycsb::CursorUpdate(_) | Ycsb::LogicalUpdate(_),
-                Kind::Scan,
-            ) => RequestDist::Uniform,
+            | (Ycsb::ScanUpdate(_) | Ycsb::CursorUpdate(_) | Ycsb::LogicalUpdate(_), Kind::Scan) => {
+                RequestDist::Uniform
+            }
             _ => RequestDist::Zipfian,
         }
     }

@@ -218,8 +218,8 @@ impl Elastree {
         } else {
             key_len
         });
-        let index = Self::build_held(&builder)
-            .map_err(|e| format!("building elastree {kind}: {e}"))?;
+        let index =
+            Self::build_held(&builder).map_err(|e| format!("building elastree {kind}: {e}"))?;
         Ok(Self {
             index,
             name: kind.name(),
@@ -280,8 +280,8 @@ impl Elastree {
             }
         }
         .key_len(key_len_of(keys.width()));
-        let index = Self::build_held(&builder)
-            .map_err(|e| format!("building elastree {name}: {e}"))?;
+        let index =
+            Self::build_held(&builder).map_err(|e| format!("building elastree {name}: {e}"))?;
         Ok(Self {
             index,
             name,
@@ -407,7 +407,9 @@ impl BenchIndex for Elastree {
             return Box::new(LogicalCursor::new(self, start));
         };
         let mut cursor = start
-            .with_bytes(|k| index.cursor(Bound::Included(k), Bound::Unbounded, Direction::Ascending))
+            .with_bytes(|k| {
+                index.cursor(Bound::Included(k), Bound::Unbounded, Direction::Ascending)
+            })
             .unwrap_or_else(|e| panic!("elastree {} cursor failed: {e}", self.name));
         cursor.set_physiological(physiological);
         Box::new(BwBenchCursor {

@@ -301,27 +301,34 @@ pub(super) fn scan(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
         .iter()
         .flat_map(|&len| {
             [
-                (format!("{len} cursor"), Workload::Ycsb(Ycsb::CursorUpdate(len))),
-                (format!("{len} logical"), Workload::Ycsb(Ycsb::LogicalUpdate(len))),
+                (
+                    format!("{len} cursor"),
+                    Workload::Ycsb(Ycsb::CursorUpdate(len)),
+                ),
+                (
+                    format!("{len} logical"),
+                    Workload::Ycsb(Ycsb::LogicalUpdate(len)),
+                ),
             ]
         })
         .collect();
     let workloads = mixes.iter().chain(&cursors).map(|&(_, w)| w).collect();
     let cfg = config(ctx, workloads);
-    let targets = |suite: &Suite<'_>| {
-        let vs = |index: &str, base: &str, keys: KeySetKind, w: Workload, wb: Workload| {
-            over(
-                suite.median_at(index, keys, w, THREADS),
-                suite.median_at(base, keys, wb, THREADS),
-            )
-        };
-        let scan = Workload::Ycsb(Ycsb::ScanUpdate(1_000));
-        let cursor = Workload::Ycsb(Ycsb::CursorUpdate(1_000));
-        let (short, logical) = (
-            Workload::Ycsb(Ycsb::CursorUpdate(10)),
-            Workload::Ycsb(Ycsb::LogicalUpdate(10)),
-        );
-        vec![
+    let targets =
+        |suite: &Suite<'_>| {
+            let vs = |index: &str, base: &str, keys: KeySetKind, w: Workload, wb: Workload| {
+                over(
+                    suite.median_at(index, keys, w, THREADS),
+                    suite.median_at(base, keys, wb, THREADS),
+                )
+            };
+            let scan = Workload::Ycsb(Ycsb::ScanUpdate(1_000));
+            let cursor = Workload::Ycsb(Ycsb::CursorUpdate(1_000));
+            let (short, logical) = (
+                Workload::Ycsb(Ycsb::CursorUpdate(10)),
+                Workload::Ycsb(Ycsb::LogicalUpdate(10)),
+            );
+            vec![
             Target::check(
                 "scans of 1,000 keys (with 5% updates), 2 threads: at least as fast as btree on \
                  every key set (the smallest ratio)",
@@ -345,7 +352,7 @@ pub(super) fn scan(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
                 times,
             ),
         ]
-    };
+        };
     let ratios: Vec<(String, Workload)> = mixes.iter().chain(&cursors).cloned().collect();
     let mut report = run(
         ctx,
