@@ -64,7 +64,10 @@ pub struct BenchArgs {
     /// Workloads, comma-separated: load, lookup, lookup-zipf, scan, scan-desc, delete,
     /// ycsb-a ... ycsb-f, mixed; the Bw-tree paper's mixes updates-P (P% blind updates, the
     /// rest lookups, uniform keys; P = 0, 1, 10, 50, 100) and scan-update-L (95% scans of L
-    /// keys from uniform start keys, 5% Zipfian blind updates; L = 1, 10, ..., 1000000); or
+    /// keys from uniform start keys, 5% Zipfian blind updates; L = 1, 10, ..., 1000000), with
+    /// its scans read through cursors, a request of L keys at a time, each cursor kept for 16
+    /// requests: cursor-update-L (physiological cursors where the index has them: the
+    /// Bw-tree's) and logical-update-L (logical cursors: every request descends); or
     /// the groups `default` (load, lookup, lookup-zipf, scan, delete), `ycsb` (ycsb-a ...
     /// ycsb-f) and `all` (every workload but the paper's mixes). scan and scan-desc count keys
     /// per second, the rest operations. YCSB workloads and the mixes each run on their own

@@ -75,6 +75,37 @@ pub const SCAN_UPDATE_MIXES: &[(u32, &str)] = &[
     (1_000_000, "scan-update-1000000"),
 ];
 
+/// The `cursor-update-L` mixes: `scan-update-L`'s stream, its scans read through a
+/// physiological cursor (the Bw-tree's; a logical one for indexes without).
+pub const CURSOR_UPDATE_MIXES: &[(u32, &str)] = &[
+    (1, "cursor-update-1"),
+    (10, "cursor-update-10"),
+    (100, "cursor-update-100"),
+    (1_000, "cursor-update-1000"),
+    (10_000, "cursor-update-10000"),
+    (100_000, "cursor-update-100000"),
+    (1_000_000, "cursor-update-1000000"),
+];
+
+/// The `logical-update-L` mixes: `scan-update-L`'s stream, its scans read through a logical
+/// cursor (the resume key only: every request descends from the root).
+pub const LOGICAL_UPDATE_MIXES: &[(u32, &str)] = &[
+    (1, "logical-update-1"),
+    (10, "logical-update-10"),
+    (100, "logical-update-100"),
+    (1_000, "logical-update-1000"),
+    (10_000, "logical-update-10000"),
+    (100_000, "logical-update-100000"),
+    (1_000_000, "logical-update-1000000"),
+];
+
+/// Requests a cursor of `cursor-update-L` and `logical-update-L` serves before it is opened
+/// again at the next scan's start key: a client paging through a range, `L` keys per
+/// request, for 16 requests (the first one opens the cursor with a descent, the other 15
+/// go on from where the one before stopped). Short enough that the scans still start all
+/// over the key set, long enough that most requests continue a cursor.
+pub const CURSOR_REQUESTS: usize = 16;
+
 /// The fewest operations of a `scan-update-L` run, so that its long scans still give every
 /// thread many operations (and its 5% updates some).
 pub const MIN_SCAN_UPDATE_OPS: usize = 400;
@@ -116,6 +147,12 @@ pub enum Ycsb {
     /// keys (one of [`SCAN_UPDATE_MIXES`]) from uniformly random loaded keys, 5% blind
     /// updates of scrambled-Zipfian keys.
     ScanUpdate(u32),
+    /// [`Ycsb::ScanUpdate`]'s stream (the same operations and keys), each scan a request for
+    /// the next `L` keys of the thread's cursor ([`CURSOR_REQUESTS`] per cursor, opened at the
+    /// scan's start key), physiological where the index has such a cursor.
+    CursorUpdate(u32),
+    /// [`Ycsb::CursorUpdate`] with logical cursors (every request descends from the root).
+    LogicalUpdate(u32),
 }
 
 /// An operation of a YCSB stream.
@@ -169,6 +206,10 @@ impl Ycsb {
             Ycsb::F => "ycsb-f",
             Ycsb::Updates(percent) => name_of(UPDATE_MIXES, percent).unwrap_or("updates"),
             Ycsb::ScanUpdate(len) => name_of(SCAN_UPDATE_MIXES, len).unwrap_or("scan-update"),
+            Ycsb::CursorUpdate(len) => name_of(CURSOR_UPDATE_MIXES, len).unwrap_or("cursor-update"),
+            Ycsb::LogicalUpdate(len) => {
+                name_of(LOGICAL_UPDATE_MIXES, len).unwrap_or("logical-update")
+            }
         }
     }
 
@@ -183,18 +224,33 @@ impl Ycsb {
             Ycsb::E => 4,
             Ycsb::F => 5,
             Ycsb::Updates(percent) => 8 + u64::from(percent),
-            Ycsb::ScanUpdate(len) => 128 + u64::from(len.max(1).ilog2()),
+            // The cursor mixes run the very stream of `scan-update-L`.
+            Ycsb::ScanUpdate(len) | Ycsb::CursorUpdate(len) | Ycsb::LogicalUpdate(len) => {
+                128 + u64::from(len.max(1).ilog2())
+            }
         }
     }
 
-    /// The Bw-tree paper's mixes: every `updates-P`, then every `scan-update-L`.
+    /// The Bw-tree paper's mixes: every `updates-P`, then every `scan-update-L`, then their
+    /// cursor variants `cursor-update-L` and `logical-update-L`.
     pub fn paper_mixes() -> impl Iterator<Item = Ycsb> {
         let updates = UPDATE_MIXES.iter().map(|&(p, _)| Ycsb::Updates(p));
-        updates.chain(
-            SCAN_UPDATE_MIXES
-                .iter()
-                .map(|&(len, _)| Ycsb::ScanUpdate(len)),
-        )
+        let lengths = || SCAN_UPDATE_MIXES.iter().map(|&(len, _)| len);
+        updates
+            .chain(lengths().map(Ycsb::ScanUpdate))
+            .chain(lengths().map(Ycsb::CursorUpdate))
+            .chain(lengths().map(Ycsb::LogicalUpdate))
+    }
+
+    /// How the workload's scans read: `None` each from its start key (every workload but
+    /// the cursor mixes), `Some(true)` through a physiological cursor, `Some(false)` through
+    /// a logical one.
+    pub fn cursor(self) -> Option<bool> {
+        match self {
+            Ycsb::CursorUpdate(_) => Some(true),
+            Ycsb::LogicalUpdate(_) => Some(false),
+            _ => None,
+        }
     }
 
     /// The mix: each kind of operation with its share. The first kind takes whatever the
@@ -211,7 +267,9 @@ impl Ycsb {
                 let updates = f64::from(percent.min(100)) / 100.0;
                 vec![(Kind::Read, 1.0 - updates), (Kind::Update, updates)]
             }
-            Ycsb::ScanUpdate(_) => vec![(Kind::Scan, 0.95), (Kind::Update, 0.05)],
+            Ycsb::ScanUpdate(_) | Ycsb::CursorUpdate(_) | Ycsb::LogicalUpdate(_) => {
+                vec![(Kind::Scan, 0.95), (Kind::Update, 0.05)]
+            }
         }
     }
 
@@ -219,7 +277,10 @@ impl Ycsb {
     fn request_dist(self, kind: Kind) -> RequestDist {
         match (self, kind) {
             (Ycsb::D, _) => RequestDist::Latest,
-            (Ycsb::Updates(_), _) | (Ycsb::ScanUpdate(_), Kind::Scan) => RequestDist::Uniform,
+            (Ycsb::Updates(_), _)
+            | (Ycsb::ScanUpdate(_) | Ycsb::CursorUpdate(_) | Ycsb::LogicalUpdate(_), Kind::Scan) => {
+                RequestDist::Uniform
+            }
             _ => RequestDist::Zipfian,
         }
     }
@@ -228,7 +289,9 @@ impl Ycsb {
     /// `scan-update-L`.
     fn scan_len(self, rng: &mut StdRng) -> u32 {
         match self {
-            Ycsb::ScanUpdate(len) => len.max(1),
+            Ycsb::ScanUpdate(len) | Ycsb::CursorUpdate(len) | Ycsb::LogicalUpdate(len) => {
+                len.max(1)
+            }
             _ => u32::from(rng.gen_range(1..=YCSB_MAX_SCAN_LEN)),
         }
     }
@@ -239,7 +302,9 @@ impl Ycsb {
     pub fn ops(self, n: usize) -> usize {
         match self {
             Ycsb::E => (n / 10).max(1),
-            Ycsb::ScanUpdate(len) => (n / len.max(1) as usize).max(MIN_SCAN_UPDATE_OPS),
+            Ycsb::ScanUpdate(len) | Ycsb::CursorUpdate(len) | Ycsb::LogicalUpdate(len) => {
+                (n / len.max(1) as usize).max(MIN_SCAN_UPDATE_OPS)
+            }
             Ycsb::A | Ycsb::B | Ycsb::C | Ycsb::D | Ycsb::F | Ycsb::Updates(_) => n.max(1),
         }
     }

@@ -4,13 +4,14 @@ use std::ops::Bound;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use elastree::bwtree::{BwCursor, BwTreeIndex};
 use elastree::{
     BTreeOptions, BwTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen,
     KindStats, PageOrganization, SeqTreeOptions,
 };
 use elastree_dist::{DistClient, DistKind};
 
-use super::{reads_only, width_check, BenchIndex};
+use super::{reads_only, width_check, BenchCursor, BenchIndex, LogicalCursor};
 use crate::cluster::Owned;
 use crate::keys::{Key, KeySet, KeySetKind, KeyWidth};
 use crate::workload::Workload;
@@ -126,6 +127,8 @@ pub struct Elastree {
 enum Held {
     /// Built by [`IndexBuilder`], in this process.
     Local(Box<dyn Index>),
+    /// A Bw-tree, held as its own type for its cursors.
+    BwTree(Box<BwTreeIndex>),
     /// A client of an index on a Redis Cluster, deleted from the cluster when dropped.
     Cluster(Owned),
 }
@@ -148,7 +151,19 @@ impl Elastree {
     fn index(&self) -> &dyn Index {
         match &self.index {
             Held::Local(index) => index.as_ref(),
+            Held::BwTree(index) => index.as_ref(),
             Held::Cluster(owned) => owned.client(),
+        }
+    }
+
+    /// Builds the index of `builder` (a Bw-tree as its own type, for its cursors).
+    fn build_held(builder: &IndexBuilder) -> Result<Held, elastree::Error> {
+        match builder.kind_options_as::<BwTreeOptions>() {
+            Some(own) => Ok(Held::BwTree(Box::new(BwTreeIndex::new(
+                builder.options(),
+                own,
+            )?))),
+            None => builder.build().map(Held::Local),
         }
     }
 
@@ -203,11 +218,10 @@ impl Elastree {
         } else {
             key_len
         });
-        let index = builder
-            .build()
-            .map_err(|e| format!("building elastree {kind}: {e}"))?;
+        let index =
+            Self::build_held(&builder).map_err(|e| format!("building elastree {kind}: {e}"))?;
         Ok(Self {
-            index: Held::Local(index),
+            index,
             name: kind.name(),
             width,
             refused,
@@ -266,11 +280,10 @@ impl Elastree {
             }
         }
         .key_len(key_len_of(keys.width()));
-        let index = builder
-            .build()
-            .map_err(|e| format!("building elastree {name}: {e}"))?;
+        let index =
+            Self::build_held(&builder).map_err(|e| format!("building elastree {name}: {e}"))?;
         Ok(Self {
-            index: Held::Local(index),
+            index,
             name,
             width: keys.width(),
             refused: None,
@@ -386,6 +399,25 @@ impl BenchIndex for Elastree {
             .unwrap_or_else(|e| panic!("elastree {} descending scan failed: {e}", self.name))
     }
 
+    /// The Bw-tree's own cursor ([`BwCursor`]; `physiological` `false` turns its physical
+    /// part off, so that both variants run the same code); the logical cursor for every
+    /// other kind.
+    fn cursor<'a>(&'a self, start: Key<'_>, physiological: bool) -> Box<dyn BenchCursor + 'a> {
+        let Held::BwTree(index) = &self.index else {
+            return Box::new(LogicalCursor::new(self, start));
+        };
+        let mut cursor = start
+            .with_bytes(|k| {
+                index.cursor(Bound::Included(k), Bound::Unbounded, Direction::Ascending)
+            })
+            .unwrap_or_else(|e| panic!("elastree {} cursor failed: {e}", self.name));
+        cursor.set_physiological(physiological);
+        Box::new(BwBenchCursor {
+            cursor,
+            width: self.width,
+        })
+    }
+
     #[inline]
     fn remove(&self, key: Key<'_>) -> bool {
         if !self.may_hold(key) {
@@ -410,5 +442,29 @@ impl BenchIndex for Elastree {
 
     fn stats(&self) -> Option<Box<dyn KindStats>> {
         self.index().stats()
+    }
+}
+
+/// A [`BwCursor`] as a [`BenchCursor`]: a request reads batches (each at most a page) until
+/// it has its keys.
+struct BwBenchCursor<'a> {
+    cursor: BwCursor<'a>,
+    width: KeyWidth,
+}
+
+impl BenchCursor for BwBenchCursor<'_> {
+    fn next(&mut self, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let width = self.width;
+        let mut handed = 0;
+        while handed < n {
+            let got = self.cursor.next_batch(n - handed, &mut |key, tid| {
+                visit(Key::from_bytes(width, key), tid)
+            });
+            if got == 0 {
+                break;
+            }
+            handed += got;
+        }
+        handed
     }
 }

@@ -138,6 +138,102 @@ pub trait BenchIndex: Send + Sync {
     fn stats(&self) -> Option<Box<dyn KindStats>> {
         None
     }
+
+    /// A cursor reading keys in ascending order from the first key `>= start`, a request at
+    /// a time, holding nothing of the index between requests. `physiological` asks for the
+    /// index's own cursor that remembers where the next request starts in the tree (the
+    /// Bw-tree's); otherwise, and for every index without one, a logical cursor: it keeps
+    /// only the last key returned and each request scans on after it from the root.
+    fn cursor<'a>(&'a self, start: Key<'_>, physiological: bool) -> Box<dyn BenchCursor + 'a> {
+        let _ = physiological;
+        Box::new(LogicalCursor::new(self, start))
+    }
+}
+
+/// A range read a request at a time ([`BenchIndex::cursor`]).
+pub trait BenchCursor {
+    /// Visits the next up to `n` pairs of the range, in ascending key order after every pair
+    /// of the earlier requests; returns how many it visited (fewer than `n` only at the end
+    /// of the index).
+    fn next(&mut self, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize;
+}
+
+/// A key kept between requests.
+enum OwnedKey {
+    U64(u64),
+    Bytes(Vec<u8>),
+}
+
+impl OwnedKey {
+    fn set(&mut self, key: Key<'_>) {
+        match (self, key) {
+            (OwnedKey::Bytes(mine), Key::Bytes(b)) => {
+                mine.clear();
+                mine.extend_from_slice(b);
+            }
+            (mine, key) => *mine = OwnedKey::of(key),
+        }
+    }
+
+    fn of(key: Key<'_>) -> Self {
+        match key {
+            Key::U64(v) => OwnedKey::U64(v),
+            Key::Bytes(b) => OwnedKey::Bytes(b.to_vec()),
+        }
+    }
+
+    fn key(&self) -> Key<'_> {
+        match self {
+            OwnedKey::U64(v) => Key::U64(*v),
+            OwnedKey::Bytes(b) => Key::Bytes(b),
+        }
+    }
+}
+
+/// A logical cursor over any index: the key to go on from, and whether the pair at that
+/// key was already returned; each request is a scan from it.
+pub struct LogicalCursor<'a, I: BenchIndex + ?Sized> {
+    index: &'a I,
+    resume: OwnedKey,
+    /// Whether `resume` was returned (the next scan skips it).
+    returned: bool,
+    /// The last key of a request, kept as the next `resume` (its buffer reused).
+    spare: OwnedKey,
+}
+
+impl<'a, I: BenchIndex + ?Sized> LogicalCursor<'a, I> {
+    /// A cursor from the first key `>= start`.
+    pub fn new(index: &'a I, start: Key<'_>) -> Self {
+        Self {
+            index,
+            resume: OwnedKey::of(start),
+            returned: false,
+            spare: OwnedKey::U64(0),
+        }
+    }
+}
+
+impl<I: BenchIndex + ?Sized> BenchCursor for LogicalCursor<'_, I> {
+    fn next(&mut self, n: usize, visit: &mut dyn FnMut(Key<'_>, u64)) -> usize {
+        let (resume, returned, spare) = (&self.resume, self.returned, &mut self.spare);
+        let mut handed = 0;
+        let skip = usize::from(returned);
+        let mut first = true;
+        self.index.scan(resume.key(), n + skip, &mut |key, tid| {
+            let again = std::mem::take(&mut first) && returned && key == resume.key();
+            if again || handed == n {
+                return;
+            }
+            visit(key, tid);
+            handed += 1;
+            spare.set(key);
+        });
+        if handed > 0 {
+            std::mem::swap(&mut self.resume, &mut self.spare);
+            self.returned = true;
+        }
+        handed
+    }
 }
 
 impl dyn BenchIndex + '_ {

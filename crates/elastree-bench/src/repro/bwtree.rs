@@ -7,7 +7,8 @@
 //!   page organizations beside `btree` and the concurrent peers;
 //! * `bwtree-scan` (Figure 11 and the appendix table): the mixes `scan-update-L` (95% scans
 //!   of L keys from uniformly random keys, 5% blind updates of Zipfian keys) for L from 1 to
-//!   1,000,000.
+//!   1,000,000, and the same streams read through cursors, a request of L keys at a time
+//!   (`cursor-update-L` physiological, `logical-update-L` logical) for L = 10 and 1,000.
 //!
 //! Each ends with the targets it speaks to, PASS or FAIL from the run's numbers, and a line
 //! plot per key set of throughput against the update share or the scan length.
@@ -285,40 +286,96 @@ pub(super) fn update(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
     )
 }
 
+/// The scan lengths the cursor mixes run at: the two the targets name.
+const CURSOR_LENGTHS: &[u32] = &[10, 1_000];
+
 /// `bwtree-scan`.
 pub(super) fn scan(ctx: &ExperimentContext<'_>) -> Result<Report, String> {
     let mixes: Vec<(String, Workload)> = SCAN_UPDATE_MIXES
         .iter()
         .map(|&(len, _)| (len.to_string(), Workload::Ycsb(Ycsb::ScanUpdate(len))))
         .collect();
-    let cfg = config(ctx, mixes.iter().map(|&(_, w)| w).collect());
-    let targets = |suite: &Suite<'_>| {
-        let w = Workload::Ycsb(Ycsb::ScanUpdate(1_000));
-        vec![Target::check(
-            "scans of 1,000 keys (with 5% updates), 2 threads: at least as fast as btree on \
-             every key set (the smallest ratio)",
-            worst(KEYSETS.iter().map(|&k| {
+    // The same streams read through cursors, a request of L keys at a time: physiological
+    // (`cursor-update-L`) and logical (`logical-update-L`).
+    let cursors: Vec<(String, Workload)> = CURSOR_LENGTHS
+        .iter()
+        .flat_map(|&len| {
+            [
+                (
+                    format!("{len} cursor"),
+                    Workload::Ycsb(Ycsb::CursorUpdate(len)),
+                ),
+                (
+                    format!("{len} logical"),
+                    Workload::Ycsb(Ycsb::LogicalUpdate(len)),
+                ),
+            ]
+        })
+        .collect();
+    let workloads = mixes.iter().chain(&cursors).map(|&(_, w)| w).collect();
+    let cfg = config(ctx, workloads);
+    let targets =
+        |suite: &Suite<'_>| {
+            let vs = |index: &str, base: &str, keys: KeySetKind, w: Workload, wb: Workload| {
                 over(
-                    suite.median_at(BWTREE, k, w, THREADS),
-                    suite.median_at(BTREE, k, w, THREADS),
+                    suite.median_at(index, keys, w, THREADS),
+                    suite.median_at(base, keys, wb, THREADS),
                 )
-            })),
-            |r| r >= 1.0,
-            times,
-        )]
-    };
+            };
+            let scan = Workload::Ycsb(Ycsb::ScanUpdate(1_000));
+            let cursor = Workload::Ycsb(Ycsb::CursorUpdate(1_000));
+            let (short, logical) = (
+                Workload::Ycsb(Ycsb::CursorUpdate(10)),
+                Workload::Ycsb(Ycsb::LogicalUpdate(10)),
+            );
+            vec![
+            Target::check(
+                "scans of 1,000 keys (with 5% updates), 2 threads: at least as fast as btree on \
+                 every key set (the smallest ratio)",
+                worst(KEYSETS.iter().map(|&k| vs(BWTREE, BTREE, k, scan, scan))),
+                |r| r >= 1.0,
+                times,
+            ),
+            Target::check(
+                "scans of 1,000 keys read through cursors (cursor-update-1000), 2 threads: at \
+                 least as fast as btree on every key set (the smallest ratio)",
+                worst(KEYSETS.iter().map(|&k| vs(BWTREE, BTREE, k, cursor, cursor))),
+                |r| r >= 1.0,
+                times,
+            ),
+            Target::check(
+                "scans of 10 keys through physiological cursors (cursor-update-10) at least \
+                 1.2x the same through logical cursors (logical-update-10), bwtree, every key \
+                 set (the smallest ratio)",
+                worst(KEYSETS.iter().map(|&k| vs(BWTREE, BWTREE, k, short, logical))),
+                |r| r >= 1.2,
+                times,
+            ),
+        ]
+        };
+    let ratios: Vec<(String, Workload)> = mixes.iter().chain(&cursors).cloned().collect();
     let mut report = run(
         ctx,
         &cfg,
         targets,
         ("scans", "keys per scan"),
         &mixes,
-        &mixes,
+        &ratios,
     )?;
     report.facts.push(
         "an operation is a scan (95%) or a blind update (5%): Mops/s counts both; a scan \
          visits L keys unless it reaches the end of the key set"
             .to_string(),
     );
+    report.facts.push(format!(
+        "`L cursor` and `L logical` (cursor-update-L, logical-update-L) run the stream of \
+         scan-update-L with each scan a request for the next L keys of the thread's cursor, \
+         opened at the scan's start key and kept for {} requests (a client paging through a \
+         range, holding nothing of the index between requests): physiological cursors (the \
+         Bw-tree's, which go straight to the page remembered when it passes validation) or \
+         logical ones (the last key only: every request descends from the root); indexes \
+         without a physiological cursor run logical ones in both",
+        crate::ycsb::CURSOR_REQUESTS
+    ));
     Ok(report)
 }

@@ -10,11 +10,11 @@ use elastree_dist::DistStats;
 
 use super::timing::{run_sampled, run_sampled_with, sampled, Dispatch, Latencies};
 use crate::cluster;
-use crate::keys::KeySet;
+use crate::keys::{Key, KeySet};
 use crate::mixed::{MixedOp, MixedStream};
-use crate::peers::BenchIndex;
+use crate::peers::{BenchCursor, BenchIndex};
 use crate::workload::OpStreams;
-use crate::ycsb::{YcsbOp, YcsbStream, TID_MASK, VERSION_STEP};
+use crate::ycsb::{YcsbOp, YcsbStream, CURSOR_REQUESTS, TID_MASK, VERSION_STEP};
 
 /// What one timed run yields: its seconds, its sampled latencies in nanoseconds and, for a
 /// distributed index, its client's counters over the timed phase.
@@ -289,6 +289,10 @@ pub fn ycsb(
             |first, chunk, samples| {
                 let mut good = 0u64;
                 let mut checksum = 0u64;
+                // The cursor mixes: the thread's cursor and the requests it has served.
+                let mode = plan.workload.cursor();
+                let mut cursor: Option<Box<dyn BenchCursor + '_>> = None;
+                let mut served = 0;
                 for (j, &position) in (first..).zip(chunk) {
                     let key = stream.keys.key(j);
                     let tid = u64::from(position);
@@ -304,9 +308,30 @@ pub fn ycsb(
                             true
                         }
                         YcsbOp::Scan(len) => {
-                            let got = index.scan(key, len as usize, &mut |_, v| {
+                            let mut visit = |_: Key<'_>, v: u64| {
                                 checksum = checksum.wrapping_add(v);
-                            });
+                            };
+                            let got = match mode {
+                                None => index.scan(key, len as usize, &mut visit),
+                                Some(physiological) => {
+                                    if served == CURSOR_REQUESTS {
+                                        cursor = None;
+                                    }
+                                    let mut got = 0;
+                                    if let Some(open) = &mut cursor {
+                                        got = open.next(len as usize, &mut visit);
+                                        served += 1;
+                                    }
+                                    if got == 0 {
+                                        // No cursor yet, or it reached the end of the keys:
+                                        // open one at this scan's start key.
+                                        let open = cursor.insert(index.cursor(key, physiological));
+                                        got = open.next(len as usize, &mut visit);
+                                        served = 1;
+                                    }
+                                    got
+                                }
+                            };
                             (1..=len as usize).contains(&got)
                         }
                         YcsbOp::ReadModifyWrite => match index.get(key) {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::key::Key;
 use super::shim;
-use super::BwTree;
+use super::{BwCursor, BwTree, PrefixCursor};
 use crate::btree::{DEFAULT_PAGE_BYTES, MIN_PAGE_BYTES};
 use crate::index::{check_key, pair_bound, Direction, Index, KeyLen};
 use crate::kind::KindOptions;
@@ -161,6 +161,52 @@ impl BwTreeIndex {
         })
     }
 
+    /// A cursor over the keys in `(lower, upper)` in `direction`, read a batch (about a
+    /// page) at a time with [`BwCursor::next_batch`]; physiological (see
+    /// [`crate::bwtree`]'s `cursor` module): it remembers the page where its next batch
+    /// starts and skips the descent when that page passes validation.
+    pub fn cursor(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<BwCursor<'_>, Error> {
+        let (lower, upper) = self.bounds(lower, upper)?;
+        Ok(self.tree.cursor((lower, upper), direction))
+    }
+
+    /// A prefix cursor: finds the smallest sub-tree holding every key that starts with
+    /// `prefix` and remembers it, so that its lookups and cursors start there.
+    pub fn prefix_cursor(&self, prefix: &[u8]) -> Result<PrefixCursor<'_>, Error> {
+        if prefix.len() > self.max_key_len {
+            return Err(Error::KeyTooLong {
+                len: prefix.len(),
+                max: self.max_key_len,
+            });
+        }
+        Ok(PrefixCursor::new(&self.tree, prefix))
+    }
+
+    /// Checks scan bounds and maps them to bounds on the tree's keys (a non-unique index's
+    /// bounds take in or leave out every tid of their key).
+    fn bounds<'k>(
+        &self,
+        lower: Bound<&'k [u8]>,
+        upper: Bound<&'k [u8]>,
+    ) -> Result<(Bound<Key<'k>>, Bound<Key<'k>>), Error> {
+        for bound in [lower, upper] {
+            if let Bound::Included(key) | Bound::Excluded(key) = bound {
+                self.valid(key)?;
+            }
+        }
+        let unique = self.unique;
+        let at = |bytes, tid| Key {
+            bytes,
+            tid: if unique { 0 } else { tid },
+        };
+        Ok((pair_bound(lower, true, at), pair_bound(upper, false, at)))
+    }
+
     /// Checks a key against the index's limits.
     fn valid(&self, key: &[u8]) -> Result<(), Error> {
         check_key(key, self.max_key_len, self.key_len)
@@ -265,19 +311,7 @@ impl Index for BwTreeIndex {
         limit: usize,
         visit: &mut dyn FnMut(&[u8], u64),
     ) -> Result<usize, Error> {
-        for bound in [lower, upper] {
-            if let Bound::Included(key) | Bound::Excluded(key) = bound {
-                self.valid(key)?;
-            }
-        }
-        // A unique index's keys all carry tid 0; a non-unique index's bounds take in or
-        // leave out every tid of their key.
-        let unique = self.unique;
-        let at = |bytes, tid| Key {
-            bytes,
-            tid: if unique { 0 } else { tid },
-        };
-        let (lower, upper) = (pair_bound(lower, true, at), pair_bound(upper, false, at));
+        let (lower, upper) = self.bounds(lower, upper)?;
         Ok(self.tree.scan(lower, upper, direction, limit, visit))
     }
 

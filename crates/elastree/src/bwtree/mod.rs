@@ -12,7 +12,8 @@
 //!   (or helping post) the parent's index entry;
 //! * `merge.rs`: merges of underfull leaves into their left siblings, and helping them finish;
 //! * `write.rs`: inserts and removes;
-//! * `scan.rs`: range scans, a page at a time;
+//! * `scan.rs`: range scans, a page at a time, read in place;
+//! * `cursor.rs`: physiological and prefix cursors (section V);
 //! * `check.rs`: the invariant walk;
 //! * `shim.rs`: the epoch and the mapping table's slot arrays, or loom's stand-ins for them
 //!   (`tests/loom_bwtree.rs` model-checks the compare-and-swap installs of this code);
@@ -98,6 +99,7 @@
 
 mod check;
 mod consolidate;
+mod cursor;
 mod delta;
 mod index;
 mod key;
@@ -121,6 +123,7 @@ use shim::{Garbage, Guard};
 use table::{MappingTable, PageId};
 use view::{Probe, Step};
 
+pub use cursor::{BwCursor, CursorStats, PrefixCursor, PrefixStats};
 pub use index::{BwTreeIndex, BwTreeOptions, BwTreeStats, DEFAULT_CHAIN_LENGTH};
 
 /// The root's id: fixed, so that the tree grows by replacing the root's chain.

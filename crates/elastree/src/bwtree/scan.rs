@@ -1,45 +1,134 @@
-//! Range scans, a page at a time: each page is read from one snapshot of its chain
-//! (consolidated into a private image), its entries in range are visited, and the scan goes
-//! on from the page's high fence (ascending, to its right sibling) or below its low fence
-//! (descending, from the root). Keys therefore never go backwards or repeat, and a pair
-//! present throughout the scan is visited: the pages read cover the range without gaps.
+//! Range scans, a page at a time, reading pages in place.
+//!
+//! Each page is read from one snapshot of its chain (one mapping-table read). A base page is
+//! never written after it is published and stays allocated while the reader is pinned, so
+//! its entries are handed out straight from the page, with no copy and no validation
+//! ([`PageBatch::visit_published`]). Deltas on top of it (the Insert and Delete records not
+//! yet consolidated, and a Split that moved the page's upper part right) are merged in as
+//! the page is read: the deltas, newest first, are sorted by key (the newest state of each
+//! key kept); each delta's key is searched in the base page, and the base entries between
+//! two deltas are handed out as one run, the base entry a delta replaces skipped. Nothing is
+//! built, and nothing is allocated but when more than [`INLINE_DELTAS`] deltas sit on a page.
+//!
+//! The scan goes on from the page's high fence (ascending, to its right sibling) or below its
+//! low fence (descending, from the root). Keys therefore never go backwards or repeat, and a
+//! pair present throughout the scan is visited: the pages read cover the range without gaps.
+//! [`super::cursor`] reads pages the same way, a batch at a time.
 
 use std::ops::Bound;
 
+use super::shim::{self, Guard};
+use smallvec::SmallVec;
+
+use super::delta::{Delta, Kind, Link, Target};
 use super::key::Key;
-use super::shim;
+use super::table::PageId;
 use super::view::{level_of, Probe, Step};
-use super::{BwTree, NO_SIBLING};
+use super::{sibling, BwTree, NO_SIBLING};
 use crate::index::Direction;
-use crate::node::page::PageImage;
+use crate::node::batch::with_thread_scratch;
+use crate::node::page::{fence_into, PageBatch, PageRepr};
 use crate::node::slotted::VarKey;
+use crate::node::{NodeHeader, NodeRepr};
 
-/// An owned scan bound.
-type OwnedBound = Bound<VarKey>;
-
-fn owned(bound: Bound<Key<'_>>, pairs: bool) -> OwnedBound {
-    match bound {
-        Bound::Included(k) => Bound::Included(k.to_owned(pairs)),
-        Bound::Excluded(k) => Bound::Excluded(k.to_owned(pairs)),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
+/// Deltas of one page a scan sorts without allocating (a chain is consolidated past
+/// [`super::DEFAULT_CHAIN_LENGTH`] deltas by default; writers racing the consolidation may
+/// add a few more).
+const INLINE_DELTAS: usize = 16;
 
 /// Whether `key` is at or after `lower`.
-fn above(key: Key<'_>, lower: &OwnedBound) -> bool {
+#[inline]
+pub(super) fn above(key: Key<'_>, lower: Bound<Key<'_>>) -> bool {
     match lower {
-        Bound::Included(l) => key >= Key::of(l),
-        Bound::Excluded(l) => key > Key::of(l),
+        Bound::Included(l) => key >= l,
+        Bound::Excluded(l) => key > l,
         Bound::Unbounded => true,
     }
 }
 
 /// Whether `key` is at or before `upper`.
-fn below(key: Key<'_>, upper: &OwnedBound) -> bool {
+#[inline]
+pub(super) fn below(key: Key<'_>, upper: Bound<Key<'_>>) -> bool {
     match upper {
-        Bound::Included(u) => key <= Key::of(u),
-        Bound::Excluded(u) => key < Key::of(u),
+        Bound::Included(u) => key <= u,
+        Bound::Excluded(u) => key < u,
         Bound::Unbounded => true,
+    }
+}
+
+/// The probe that finds the page a scan reads first: the page holding `near` (ascending:
+/// the lower bound) or the keys just below it (descending: the upper bound).
+#[inline]
+pub(super) fn probe_for(near: Bound<Key<'_>>, ascending: bool) -> Probe<'_> {
+    match (near, ascending) {
+        (Bound::Included(k) | Bound::Excluded(k), true) => Probe::at(k),
+        (Bound::Unbounded, true) => Probe::at(Key::MIN),
+        (Bound::Included(k), false) => Probe::at(k),
+        (Bound::Excluded(k), false) => Probe {
+            key: Some(k),
+            below: true,
+        },
+        (Bound::Unbounded, false) => Probe {
+            key: None,
+            below: false,
+        },
+    }
+}
+
+/// Buffers a page read reuses: the page's key batch, its continuation fence and the last
+/// key handed out.
+#[derive(Default)]
+pub(super) struct PageScratch {
+    pub batch: PageBatch,
+    /// Where the scan goes on after the page: its high fence (ascending, the newest Split's
+    /// key if it has one) or its low fence (descending), when [`PageRead::bounded`].
+    pub fence: VarKey,
+    /// The last key handed out, when the read stopped at its limit ([`PageRead::full`]).
+    pub last: VarKey,
+}
+
+/// What one page read did.
+pub(super) struct PageRead<'g> {
+    /// Entries handed out.
+    pub visited: usize,
+    /// Whether it stopped at its limit (the last key handed out is in
+    /// [`PageScratch::last`]).
+    pub full: bool,
+    /// Whether the page ends on the scan's side (its fence is in [`PageScratch::fence`]);
+    /// `false` for the last page (ascending) or the first (descending).
+    pub bounded: bool,
+    /// The right sibling (the page after the high fence), or [`NO_SIBLING`].
+    pub right: PageId,
+    /// The base page read.
+    pub base: &'g NodeHeader,
+}
+
+/// Where the last entry handed out came from.
+#[derive(Clone, Copy)]
+enum Last<'g> {
+    None,
+    Base,
+    Delta(&'g Delta),
+}
+
+/// Copies `key` into `out` (with its tid when keys carry tids).
+fn copy_key(key: Key<'_>, pairs: bool, out: &mut VarKey) {
+    out.bytes.clear();
+    out.bytes.extend_from_slice(key.bytes);
+    out.tid = pairs.then_some(key.tid);
+}
+
+/// Whether the chain at `top` (read under the caller's pin) holds a Merge delta.
+fn holds_merge(top: Link) -> bool {
+    let mut link = top;
+    loop {
+        // SAFETY: `top` was read from the mapping table under the caller's pin; every record
+        // of its chain outlives the pin.
+        match unsafe { link.target() } {
+            Target::Delta(d) if d.kind() == Kind::Merge => return true,
+            Target::Delta(d) => link = d.next(),
+            Target::Null | Target::Base(_) => return false,
+        }
     }
 }
 
@@ -57,117 +146,286 @@ impl BwTree {
         if limit == 0 {
             return 0;
         }
-        let (mut lower, mut upper) = (owned(lower, self.pairs), owned(upper, self.pairs));
+        with_thread_scratch(|s: &mut (VarKey, PageScratch)| {
+            self.scan_with(s, (lower, upper), direction, limit, visit)
+        })
+    }
+
+    fn scan_with(
+        &self,
+        (from, scratch): &mut (VarKey, PageScratch),
+        (lower, upper): (Bound<Key<'_>>, Bound<Key<'_>>),
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> usize {
         let ascending = direction == Direction::Ascending;
         let mut guard = shim::pin();
-        let mut image = PageImage::default();
         let mut count = 0;
+        // Whether the scan has moved past its first page: its near bound is then `from`.
+        let mut moved = false;
         // The page to read next, when known without a descent (an ascending scan's right
         // sibling).
         let mut next = None;
         loop {
-            let probe = if ascending {
-                match &lower {
-                    Bound::Included(k) | Bound::Excluded(k) => Probe::at(Key::of(k)),
-                    Bound::Unbounded => Probe::at(Key::MIN),
-                }
-            } else {
-                match &upper {
-                    Bound::Included(k) => Probe::at(Key::of(k)),
-                    Bound::Excluded(k) => Probe {
-                        key: Some(Key::of(k)),
-                        below: true,
-                    },
-                    Bound::Unbounded => Probe {
-                        key: None,
-                        below: false,
-                    },
-                }
+            let near = match (moved, ascending) {
+                (false, true) => lower,
+                (false, false) => upper,
+                (true, true) => Bound::Included(Key::of(from)),
+                (true, false) => Bound::Excluded(Key::of(from)),
             };
+            let probe = probe_for(near, ascending);
             if probe.below && probe.key == Some(Key::MIN) {
                 // Nothing sorts below the smallest key.
                 return count;
             }
-            let mut id = match next.take() {
-                Some(id) => id,
-                None => self.descend(probe, 0, false, &guard).0,
-            };
-            let top = loop {
-                let top = self.table.get(id);
-                // SAFETY: read from the mapping table under `guard`.
-                if unsafe { level_of(top) } != Some(0) {
-                    // The root grew since the descent read it.
-                    break None;
-                }
-                match self.covers(top, probe) {
-                    Step::Here(_) => break Some(top),
-                    Step::Right(right, _) => id = right,
-                    Step::Left(remove) => {
-                        // A removed page: its range is (once helped) in its left sibling.
-                        self.help_remove(remove, &guard);
-                        break None;
-                    }
-                    Step::Child(_) | Step::Restart => break None,
-                }
-            };
-            let Some(shape) = top.and_then(|top| self.collect(top, &mut image)) else {
+            let id = next
+                .take()
+                .unwrap_or_else(|| self.descend(probe, 0, false, &guard).0);
+            let Some((_, top)) = self.leaf_for(id, probe, &guard) else {
                 continue;
             };
-            let n = image.len();
-            let key = |i: usize| Key {
-                bytes: image.key(i),
-                tid: image.tid(i),
-            };
-            if ascending {
-                for i in 0..n {
-                    if !above(key(i), &lower) {
-                        continue;
-                    }
-                    if !below(key(i), &upper) {
-                        return count;
-                    }
-                    visit(image.key(i), image.value(i));
-                    count += 1;
-                    if count == limit {
-                        return count;
-                    }
-                }
-                match shape.high {
-                    None => return count,
-                    Some(high) => {
-                        if !below(Key::of(&high), &upper) {
-                            return count;
-                        }
-                        lower = Bound::Included(high);
-                        next = (shape.right != NO_SIBLING).then_some(shape.right);
-                    }
-                }
+            let bounds = if ascending {
+                (near, upper)
             } else {
-                for i in (0..n).rev() {
-                    if !below(key(i), &upper) {
-                        continue;
-                    }
-                    if !above(key(i), &lower) {
-                        return count;
-                    }
-                    visit(image.key(i), image.value(i));
-                    count += 1;
-                    if count == limit {
-                        return count;
-                    }
-                }
-                match shape.low {
-                    None => return count,
-                    Some(low) => {
-                        if !above(Key::of(&low), &lower) {
-                            return count;
-                        }
-                        upper = Bound::Excluded(low);
-                    }
-                }
+                (lower, near)
+            };
+            let Some(read) = self.read_page(top, bounds, ascending, limit - count, scratch, visit)
+            else {
+                continue;
+            };
+            count += read.visited;
+            if read.full || !read.bounded {
+                return count;
             }
+            let fence = Key::of(&scratch.fence);
+            if (ascending && !below(fence, upper)) || (!ascending && !above(fence, lower)) {
+                return count;
+            }
+            std::mem::swap(from, &mut scratch.fence);
+            moved = true;
+            next = (ascending && read.right != NO_SIBLING).then_some(read.right);
             // Nothing read is held across pages: let the epoch advance on long scans.
             guard.repin();
+        }
+    }
+
+    /// The leaf that covers `probe`, starting at page `id` and moving right along the level
+    /// (B-link); its id and the chain top read. `None` when `id` is not a leaf (the root
+    /// grew), lies right of the probe (a stale route) or is being merged away (after helping
+    /// the merge finish): the caller descends again.
+    pub(super) fn leaf_for(
+        &self,
+        mut id: PageId,
+        probe: Probe<'_>,
+        guard: &Guard,
+    ) -> Option<(PageId, Link)> {
+        loop {
+            let top = self.table.get(id);
+            // SAFETY: read from the mapping table under `guard`.
+            if unsafe { level_of(top) } != Some(0) {
+                return None;
+            }
+            match self.covers(top, probe) {
+                Step::Here(_) if !holds_merge(top) => return Some((id, top)),
+                // The page absorbed its right sibling, whose chain hangs off a Merge delta:
+                // consolidate it, so that it reads as one page (reads walk one chain), and
+                // read it again.
+                Step::Here(_) => {
+                    self.consolidate(id, top, guard);
+                }
+                Step::Right(right, _) => id = right,
+                Step::Left(remove) => {
+                    self.help_remove(remove, guard);
+                    return None;
+                }
+                Step::Child(_) | Step::Restart => return None,
+            }
+        }
+    }
+
+    /// Reads the leaf chain at `top` (read under the caller's pin, covering the scan's near
+    /// bound) and hands out up to `limit` (at least 1) of its entries within `(lower, upper)`,
+    /// ascending or descending, straight from the base page with the deltas merged in (see
+    /// the module docs). `None` for a null chain.
+    pub(super) fn read_page<'g>(
+        &self,
+        top: Link,
+        (lower, upper): (Bound<Key<'_>>, Bound<Key<'_>>),
+        ascending: bool,
+        limit: usize,
+        scratch: &mut PageScratch,
+        visit: &mut dyn FnMut(&[u8], u64),
+    ) -> Option<PageRead<'g>> {
+        let mut deltas: SmallVec<[&'g Delta; INLINE_DELTAS]> = SmallVec::new();
+        let mut split: Option<&'g Delta> = None;
+        let mut link = top;
+        let base = loop {
+            // SAFETY: `top` was read from the mapping table under the caller's pin; every
+            // record of its chain outlives the pin.
+            match unsafe { link.target::<'g>() } {
+                Target::Null => return None,
+                Target::Delta(d) => {
+                    match d.kind() {
+                        // The newest split is the page's end (older ones end further right).
+                        Kind::Split if split.is_none() => split = Some(d),
+                        Kind::Insert | Kind::Delete => deltas.push(d),
+                        _ => {}
+                    }
+                    link = d.next();
+                }
+                Target::Base(node) => break node,
+            }
+        };
+        let (config, pairs) = (&self.config, self.pairs);
+        let search = |key: Key<'_>| PageRepr::search(base, config, key.probe(pairs));
+        // Base entries `start..end` are in range (and below the split, if any).
+        let count = PageRepr::count(base, config);
+        let start = match lower {
+            Bound::Included(k) => search(k).pos,
+            Bound::Excluded(k) => {
+                let at = search(k);
+                at.pos + usize::from(at.found)
+            }
+            Bound::Unbounded => 0,
+        };
+        let mut end = match upper {
+            Bound::Included(k) => {
+                let at = search(k);
+                at.pos + usize::from(at.found)
+            }
+            Bound::Excluded(k) => search(k).pos,
+            Bound::Unbounded => count,
+        }
+        .min(count);
+        if let Some(s) = split {
+            end = end.min(search(s.key()).pos);
+        }
+        let end = end.max(start);
+        if !deltas.is_empty() {
+            // Newest first; a stable sort keeps the newest of a key first.
+            deltas.sort_by(|a, b| a.key().cmp(&b.key()));
+            deltas.dedup_by(|later, first| later.key() == first.key());
+            deltas.retain(|d| {
+                let key = d.key();
+                above(key, lower) && below(key, upper) && split.is_none_or(|s| key < s.key())
+            });
+        }
+        let mut visited = 0;
+        let mut last = Last::None;
+        let batch = &mut scratch.batch;
+        let mut base_run = |(from, to): (usize, usize),
+                            visited: &mut usize,
+                            last: &mut Last<'g>,
+                            visit: &mut dyn FnMut(&[u8], u64)| {
+            // At most the entries left to the limit, nearest the scan's start.
+            let left = limit - *visited;
+            let (from, to) = if ascending {
+                (from, to.min(from.saturating_add(left)))
+            } else {
+                (from.max(to.saturating_sub(left)), to)
+            };
+            if from < to {
+                *visited +=
+                    batch.visit_published(base, config, (from, to), !ascending, &mut |k, v| {
+                        visit(&k.bytes, v)
+                    });
+                *last = Last::Base;
+            }
+        };
+        if ascending {
+            let mut at = start;
+            for &d in deltas.iter() {
+                if visited == limit {
+                    break;
+                }
+                let found = search(d.key());
+                let pos = found.pos.clamp(at, end);
+                base_run((at, pos), &mut visited, &mut last, visit);
+                if visited == limit {
+                    break;
+                }
+                if d.kind() == Kind::Insert {
+                    visit(d.key().bytes, d.value());
+                    visited += 1;
+                    last = Last::Delta(d);
+                }
+                at = (pos + usize::from(found.found && found.pos == pos)).min(end);
+            }
+            if visited < limit {
+                base_run((at, end), &mut visited, &mut last, visit);
+            }
+        } else {
+            let mut at = end;
+            for &d in deltas.iter().rev() {
+                if visited == limit {
+                    break;
+                }
+                let found = search(d.key());
+                let pos = found.pos.clamp(start, at);
+                let after = (pos + usize::from(found.found && found.pos == pos)).min(at);
+                base_run((after, at), &mut visited, &mut last, visit);
+                if visited == limit {
+                    break;
+                }
+                if d.kind() == Kind::Insert {
+                    visit(d.key().bytes, d.value());
+                    visited += 1;
+                    last = Last::Delta(d);
+                }
+                at = pos;
+            }
+            if visited < limit {
+                base_run((start, at), &mut visited, &mut last, visit);
+            }
+        }
+        let full = visited == limit;
+        if full {
+            match last {
+                Last::Delta(d) => copy_key(d.key(), pairs, &mut scratch.last),
+                Last::Base => {
+                    if let Some(key) = crate::node::batch::LeafBatch::last_key(&scratch.batch) {
+                        scratch.last.bytes.clear();
+                        scratch.last.bytes.extend_from_slice(&key.bytes);
+                        scratch.last.tid = key.tid;
+                    }
+                }
+                Last::None => {}
+            }
+        }
+        let (bounded, right) = if ascending {
+            match split {
+                Some(s) => {
+                    copy_key(s.key(), pairs, &mut scratch.fence);
+                    (true, s.value())
+                }
+                None => (
+                    fence_into(base, config, false, &mut scratch.fence),
+                    sibling(base),
+                ),
+            }
+        } else {
+            (
+                fence_into(base, config, true, &mut scratch.fence),
+                NO_SIBLING,
+            )
+        };
+        Some(PageRead {
+            visited,
+            full,
+            bounded,
+            right,
+            base,
+        })
+    }
+
+    /// Descends from the root to the leaf covering `probe`: its id and chain top.
+    pub(super) fn find_leaf(&self, probe: Probe<'_>, guard: &Guard) -> (PageId, Link) {
+        loop {
+            let id = self.descend(probe, 0, false, guard).0;
+            if let Some(found) = self.leaf_for(id, probe, guard) {
+                return found;
+            }
         }
     }
 }

@@ -15,7 +15,6 @@
 use super::super::batch::{LeafBatch, ReadAndVisit, ScanLeaf};
 use super::super::slotted::VarKey;
 use super::super::NodeHeader;
-use crate::sync::Optimistic;
 
 use std::sync::atomic::Ordering;
 
@@ -36,22 +35,61 @@ impl ScanLeaf<PageRepr> for PageBatch {
         &mut self,
         node: &NodeHeader,
         config: &PageConfig,
-        (from, to): (usize, usize),
+        range: (usize, usize),
         descending: bool,
         (read, visit): ReadAndVisit<'_, '_, VarKey>,
+    ) -> Result<usize, usize> {
+        self.visit_with(
+            node,
+            config,
+            range,
+            descending,
+            || read.validate().is_ok(),
+            visit,
+        )
+    }
+}
+
+impl PageBatch {
+    /// Hands entries `from..to` of `node` to `visit` (the last first when `descending`), with
+    /// no validation: for pages never written after they were published (the Bw-tree's base
+    /// pages), read while the thread holds them (pinned). Returns how many it handed out.
+    pub fn visit_published(
+        &mut self,
+        node: &NodeHeader,
+        config: &PageConfig,
+        range: (usize, usize),
+        descending: bool,
+        visit: &mut dyn FnMut(&VarKey, u64),
+    ) -> usize {
+        match self.visit_with(node, config, range, descending, || true, visit) {
+            Ok(n) | Err(n) => n,
+        }
+    }
+
+    /// [`ScanLeaf::visit_leaf`] with the validation `valid` (`false`: the page changed).
+    #[inline(always)]
+    fn visit_with(
+        &mut self,
+        node: &NodeHeader,
+        config: &PageConfig,
+        (from, to): (usize, usize),
+        descending: bool,
+        valid: impl Fn() -> bool,
+        visit: &mut dyn FnMut(&VarKey, u64),
     ) -> Result<usize, usize> {
         self.last = None;
         let page = Page::of(node, config.form);
         let to = to.min(page.count());
         if from >= to {
-            return read.validate().map(|()| 0).map_err(|_| 0);
+            return if valid() { Ok(0) } else { Err(0) };
         }
         let meta = page.meta();
         for key in &mut self.keys {
             key.bytes.clear();
             page.prefix_into(meta, &mut key.bytes);
         }
-        let run = (&page, from, to, read);
+        let run = (&page, from, to, &valid);
         match (page.mids, descending) {
             (Mids::Four(m), false) => self.visit_run(run, &m[from..to], 0..to - from, visit),
             (Mids::Four(m), true) => self.visit_run(run, &m[from..to], (0..to - from).rev(), visit),
@@ -61,15 +99,12 @@ impl ScanLeaf<PageRepr> for PageBatch {
             }
         }
     }
-}
-
-impl PageBatch {
     /// Hands out entries `from + j` for each `j` of `order` (below `to - from`), whose
-    /// mid-keys are `mids` (entries `from..to`, of one width), each after a validation.
+    /// mid-keys are `mids` (entries `from..to`, of one width), each after a validation (`valid`).
     #[inline(always)]
     fn visit_run<M: MidSlot>(
         &mut self,
-        (page, from, to, read): (&Page<'_>, usize, usize, &Optimistic<'_>),
+        (page, from, to, valid): (&Page<'_>, usize, usize, &impl Fn() -> bool),
         mids: &[M],
         order: impl Iterator<Item = usize>,
         visit: &mut dyn FnMut(&VarKey, u64),
@@ -90,7 +125,7 @@ impl PageBatch {
             key.tid =
                 (!tids.is_empty()).then(|| tids.get(j).map_or(0, |t| t.load(Ordering::Relaxed)));
             let value = values[j].load(Ordering::Relaxed);
-            if read.validate().is_err() {
+            if !valid() {
                 return Err(handed);
             }
             visit(key, value);

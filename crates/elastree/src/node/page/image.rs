@@ -150,3 +150,18 @@ pub fn fence_cmp(
 pub fn fence(node: &NodeHeader, config: &PageConfig, low: bool) -> Option<VarKey> {
     Page::of(node, config.form).fence(low)
 }
+
+/// Copies page `node`'s low fence (`low`) or high fence into `out` (reusing its buffer);
+/// `false` when that side is unbounded (`out` then unchanged).
+pub fn fence_into(node: &NodeHeader, config: &PageConfig, low: bool, out: &mut VarKey) -> bool {
+    let page = Page::of(node, config.form);
+    let spots = page.fence_spots();
+    let (offset, len) = if low { spots.low } else { spots.high };
+    if len == NO_FENCE {
+        return false;
+    }
+    out.bytes.clear();
+    page.bin.extend_into(offset, len, &mut out.bytes);
+    out.tid = config.with_tid.then(|| page.bin.window(offset + len));
+    true
+}

@@ -53,7 +53,7 @@ use super::{NodeHeader, NodeRepr, SearchResult};
 pub use batch::PageBatch;
 use build::needed;
 pub use encode::MidWidth;
-pub use image::{fence, fence_cmp, PageImage};
+pub use image::{fence, fence_cmp, fence_into, PageImage};
 use layout::{FenceSpots, Form, Page, NO_FENCE};
 
 /// The largest bin a page may have: offsets and lengths are 16 bits.

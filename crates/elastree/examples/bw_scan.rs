@@ -1,0 +1,128 @@
+//! Scans of the Bw-tree beside the B+-tree, on one thread, for instruction counts:
+//! `cargo run --release -p elastree --example bw_scan [btree|bwtree|bwcursor|bwpage|bwlogical]
+//! [keys] [scans] [length] [updates]`. Loads `keys` random 8-byte keys, then blindly updates
+//! `updates` random keys (deltas on top of the pages), then runs `scans` ascending scans of
+//! `length` keys from random keys (`bwcursor`: each read through a new cursor, a batch at a
+//! time; `bwpage` and `bwlogical`: requests of `length` keys, 16 per cursor, as the bench's
+//! `cursor-update-L` and `logical-update-L`, with physiological or logical cursors).
+//!
+//! Only the scans are in `scan_phase`, so callgrind can count them alone:
+//! `valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*scan_phase*'
+//! target/release/examples/bw_scan bwtree 100000 2000 1000 0`.
+
+use std::ops::Bound;
+
+use elastree::bwtree::BwTreeIndex;
+use elastree::{BTreeOptions, BwTreeOptions, Direction, Index, IndexBuilder, IndexOptions};
+
+/// A multiplicative hash: distinct, scattered 8-byte keys.
+fn key(i: u64) -> [u8; 8] {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes()
+}
+
+/// The scans measured: `scans` scans of `length` keys from pseudo-random loaded keys;
+/// returns the sum of the tids visited.
+#[inline(never)]
+fn scan_phase(
+    index: &dyn Index,
+    (cursor, paging): (Option<&BwTreeIndex>, Option<bool>),
+    n: u64,
+    scans: u64,
+    len: usize,
+) -> u64 {
+    let mut sum = 0u64;
+    if let (Some(bw), Some(physiological)) = (cursor, paging) {
+        for s in 0..scans / 16 {
+            let start = key(s.wrapping_mul(7919) % n);
+            let mut c = bw
+                .cursor(
+                    Bound::Included(&start[..]),
+                    Bound::Unbounded,
+                    Direction::Ascending,
+                )
+                .expect("cursor");
+            c.set_physiological(physiological);
+            for _ in 0..16 {
+                let mut got = 0;
+                while got < len {
+                    let batch = c.next_batch(len - got, &mut |_, tid| sum = sum.wrapping_add(tid));
+                    if batch == 0 {
+                        break;
+                    }
+                    got += batch;
+                }
+            }
+        }
+        return sum;
+    }
+    for s in 0..scans {
+        let start = key(s.wrapping_mul(7919) % n);
+        let mut visit = |_: &[u8], tid: u64| sum = sum.wrapping_add(tid);
+        match cursor {
+            Some(bw) => {
+                let mut c = bw
+                    .cursor(
+                        Bound::Included(&start[..]),
+                        Bound::Unbounded,
+                        Direction::Ascending,
+                    )
+                    .expect("cursor");
+                let mut got = 0;
+                while got < len {
+                    let batch = c.next_batch(len - got, &mut visit);
+                    if batch == 0 {
+                        break;
+                    }
+                    got += batch;
+                }
+            }
+            None => {
+                index
+                    .scan(
+                        Bound::Included(&start[..]),
+                        Bound::Unbounded,
+                        Direction::Ascending,
+                        len,
+                        &mut visit,
+                    )
+                    .expect("scan");
+            }
+        }
+    }
+    sum
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let kind = args.next().unwrap_or_else(|| "bwtree".to_string());
+    let mut number = |default: u64| args.next().map_or(default, |a| a.parse().expect("number"));
+    let (n, scans, len, updates) = (number(100_000), number(2_000), number(1_000), number(0));
+    let btree = IndexBuilder::new(BTreeOptions::default())
+        .build()
+        .expect("index");
+    let bwtree =
+        BwTreeIndex::new(&IndexOptions::default(), &BwTreeOptions::default()).expect("index");
+    let (index, cursor, paging): (&dyn Index, bool, Option<bool>) = match kind.as_str() {
+        "btree" => (&*btree, false, None),
+        "bwtree" => (&bwtree, false, None),
+        "bwcursor" => (&bwtree, true, None),
+        "bwpage" => (&bwtree, true, Some(true)),
+        "bwlogical" => (&bwtree, true, Some(false)),
+        other => panic!("unknown kind {other}: btree, bwtree, bwcursor, bwpage or bwlogical"),
+    };
+    for i in 0..n {
+        index.insert(&key(i), i).expect("insert");
+    }
+    for u in 0..updates {
+        let i = u.wrapping_mul(104_729) % n;
+        index.insert(&key(i), i).expect("update");
+    }
+    let sum = scan_phase(
+        index,
+        (cursor.then_some(&bwtree), paging),
+        n,
+        scans,
+        len as usize,
+    );
+    println!("{kind}: {scans} scans of {len} keys over {n} keys ({updates} updates): {sum}");
+}
