@@ -72,6 +72,18 @@ fn inserter(index: &Arc<Box<dyn Index>>, keys: &'static [u64]) -> thread::JoinHa
     })
 }
 
+/// One thread per batch of `racing` inserts into `index` (which holds `before`), joined;
+/// then the tree holds exactly `before` and every batch ([`holds_exactly`]).
+fn race(index: Arc<Box<dyn Index>>, before: &[u64], racing: &[&'static [u64]]) {
+    let threads: Vec<_> = racing.iter().map(|&keys| inserter(&index, keys)).collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let mut keys = vec![before];
+    keys.extend_from_slice(racing);
+    holds_exactly(&**index, &keys);
+}
+
 /// The tree, its threads joined, passes its invariant walk and holds exactly `keys` (in any
 /// order), each once with its value: by lookups, by a scan and by its length.
 fn holds_exactly(index: &dyn Index, keys: &[&[u64]]) {
@@ -117,12 +129,7 @@ fn an_insert_racing_a_consolidation_is_kept() {
         const BEFORE: &[u64] = &[10];
         const A: &[u64] = &[20];
         const B: &[u64] = &[30];
-        let index = tree(1, BEFORE);
-        let a = inserter(&index, A);
-        let b = inserter(&index, B);
-        a.join().unwrap();
-        b.join().unwrap();
-        holds_exactly(&**index, &[BEFORE, A, B]);
+        race(tree(1, BEFORE), BEFORE, &[A, B]);
     });
 }
 
@@ -139,12 +146,7 @@ fn a_split_racing_an_insert_into_its_right_half_loses_nothing() {
     loom::model(|| {
         const A: &[u64] = &[9];
         const B: &[u64] = &[10];
-        let index = tree(2, BEFORE_SPLIT);
-        let a = inserter(&index, A);
-        let b = inserter(&index, B);
-        a.join().unwrap();
-        b.join().unwrap();
-        holds_exactly(&**index, &[BEFORE_SPLIT, A, B]);
+        race(tree(2, BEFORE_SPLIT), BEFORE_SPLIT, &[A, B]);
     });
 }
 
@@ -171,14 +173,7 @@ fn inserts_crossing_an_unfinished_split_post_its_index_entry_once() {
         const S: &[u64] = &[9];
         const A: &[u64] = &[10];
         const B: &[u64] = &[11];
-        let index = tree(2, BEFORE_SPLIT);
-        let s = inserter(&index, S);
-        let a = inserter(&index, A);
-        let b = inserter(&index, B);
-        s.join().unwrap();
-        a.join().unwrap();
-        b.join().unwrap();
-        holds_exactly(&**index, &[BEFORE_SPLIT, S, A, B]);
+        race(tree(2, BEFORE_SPLIT), BEFORE_SPLIT, &[S, A, B]);
     });
 }
 
@@ -201,12 +196,7 @@ fn the_roots_growth_racing_an_insert_loses_nothing() {
         const BEFORE: &[u64] = &[1, 2, 3, 4, 5];
         const A: &[u64] = &[6];
         const B: &[u64] = &[0];
-        let index = tree(2, BEFORE);
-        let a = inserter(&index, A);
-        let b = inserter(&index, B);
-        a.join().unwrap();
-        b.join().unwrap();
-        holds_exactly(&**index, &[BEFORE, A, B]);
+        race(tree(2, BEFORE), BEFORE, &[A, B]);
     });
 }
 
@@ -232,11 +222,6 @@ fn an_index_entry_posted_to_a_parent_that_splits_does_not_wait() {
         const BEFORE: &[u64] = &[10, 20, 30, 40, 50, 60, 70, 80, 90, 55];
         const A: &[u64] = &[56];
         const B: &[u64] = &[100];
-        let index = tree_of(2, 1, BEFORE);
-        let a = inserter(&index, A);
-        let b = inserter(&index, B);
-        a.join().unwrap();
-        b.join().unwrap();
-        holds_exactly(&**index, &[BEFORE, A, B]);
+        race(tree_of(2, 1, BEFORE), BEFORE, &[A, B]);
     });
 }
