@@ -838,7 +838,11 @@ mod tests {
             assert_eq!(w.name().parse::<Workload>(), Ok(w));
         }
         // The paper mixes are named but not part of `all`.
-        assert_eq!(Workload::named().count(), Workload::ALL.len() + 12);
+        let mixes = crate::ycsb::UPDATE_MIXES.len()
+            + crate::ycsb::SCAN_UPDATE_MIXES.len()
+            + crate::ycsb::CURSOR_UPDATE_MIXES.len()
+            + crate::ycsb::LOGICAL_UPDATE_MIXES.len();
+        assert_eq!(Workload::named().count(), Workload::ALL.len() + mixes);
         assert!(!Workload::ALL.contains(&Workload::Ycsb(Ycsb::Updates(50))));
     }
 

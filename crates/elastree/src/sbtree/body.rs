@@ -497,18 +497,24 @@ impl<'a, K: SbKey> Body<'a, K> {
             .store(len as u32 - 1, Ordering::Relaxed);
     }
 
-    /// Visits the live entries at or above `from`, main and late merged in position order,
-    /// while `visit` returns `true`.
+    /// Visits the live entries at or above `from`, main and (if `with_late`) late merged in
+    /// position order, while `visit` returns `true`. A reader that hands entries out before
+    /// it validates the block must leave the late entries out: writers insert and move them
+    /// under the block's lock, so they may be read torn (the main entries never change).
     pub fn for_each_from(
         &self,
         from: Pos<K>,
-        pairs: bool,
+        (pairs, with_late): (bool, bool),
         kernel: Kernel,
         mut visit: impl FnMut(K, u64) -> bool,
     ) {
-        let (count, late) = (self.count(), self.late_len());
+        let (count, late) = (self.count(), if with_late { self.late_len() } else { 0 });
         let mut i = self.lower_bound(from, pairs, kernel);
-        let mut j = self.late_find(from, pairs).0;
+        let mut j = if late > 0 {
+            self.late_find(from, pairs).0.min(late)
+        } else {
+            0
+        };
         if j == late && self.dead() == 0 {
             // No late entry and nothing deleted ahead: the main arrays as they are.
             self.main_run(i..count, false, visit);
@@ -599,12 +605,13 @@ impl<'a, K: SbKey> Body<'a, K> {
         }
     }
 
-    /// Visits the live entries at or below `upto` in descending position order, while
-    /// `visit` returns `true`.
+    /// Visits the live entries at or below `upto` in descending position order, main and
+    /// (if `with_late`) late merged as in [`Body::for_each_from`], while `visit` returns
+    /// `true`.
     pub fn for_each_down_from(
         &self,
         upto: Pos<K>,
-        pairs: bool,
+        (pairs, with_late): (bool, bool),
         kernel: Kernel,
         mut visit: impl FnMut(K, u64) -> bool,
     ) {
@@ -612,9 +619,10 @@ impl<'a, K: SbKey> Body<'a, K> {
             Ok(i) => i + 1,
             Err(i) => i,
         };
-        let mut j = match self.late_find(upto, pairs) {
-            (j, true) => j + 1,
-            (j, false) => j,
+        let mut j = match with_late.then(|| self.late_find(upto, pairs)) {
+            Some((j, true)) => j + 1,
+            Some((j, false)) => j,
+            None => 0,
         };
         if j == 0 && self.dead() == 0 {
             self.main_run(0..i, true, visit);
@@ -645,7 +653,7 @@ impl<'a, K: SbKey> Body<'a, K> {
 
     /// Appends every live entry, main and late merged in position order, to `out`.
     pub fn live_entries(&self, pairs: bool, out: &mut Vec<(K, u64)>) {
-        self.for_each_from(Pos::MIN, pairs, Kernel::Portable, |k, t| {
+        self.for_each_from(Pos::MIN, (pairs, true), Kernel::Portable, |k, t| {
             out.push((k, t));
             true
         });

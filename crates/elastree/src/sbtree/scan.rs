@@ -278,7 +278,9 @@ impl<K: SbKey> SbTree<K> {
             let mut ended = false;
             let direct = body.is_none_or(|b| b.late_len() == 0);
             if let Some(body) = body.filter(|_| direct) {
-                body.for_each_from(from, pairs, kernel, |k, t| {
+                // Main entries only: late ones written since `direct` was read are not
+                // handed out unvalidated.
+                body.for_each_from(from, (pairs, false), kernel, |k, t| {
                     if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
                         ended = true;
                         return false;
@@ -288,7 +290,7 @@ impl<K: SbKey> SbTree<K> {
                 });
             } else if let Some(body) = body {
                 let mut batch = out.batch();
-                body.for_each_from(from, pairs, kernel, |k, t| {
+                body.for_each_from(from, (pairs, true), kernel, |k, t| {
                     batch.offer(k, t, below(Pos::of(k, t, pairs), hi))
                 });
             }
@@ -349,7 +351,8 @@ impl<K: SbKey> SbTree<K> {
                 let mut ended = false;
                 let direct = body.is_none_or(|b| b.late_len() == 0);
                 if let Some(body) = body.filter(|_| direct) {
-                    body.for_each_down_from(probe, pairs, kernel, |k, t| {
+                    // Main entries only, as in the ascending walk.
+                    body.for_each_down_from(probe, (pairs, false), kernel, |k, t| {
                         let at = Pos::of(k, t, pairs);
                         if strict && at == probe {
                             return true;
@@ -363,7 +366,7 @@ impl<K: SbKey> SbTree<K> {
                     });
                 } else if let Some(body) = body {
                     let mut batch = out.batch();
-                    body.for_each_down_from(probe, pairs, kernel, |k, t| {
+                    body.for_each_down_from(probe, (pairs, true), kernel, |k, t| {
                         let at = Pos::of(k, t, pairs);
                         (strict && at == probe) || batch.offer(k, t, above(at, lo))
                     });
