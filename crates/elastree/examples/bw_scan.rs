@@ -12,12 +12,34 @@
 
 use std::ops::Bound;
 
-use elastree::bwtree::BwTreeIndex;
+use elastree::bwtree::{BwCursor, BwTreeIndex};
 use elastree::{BTreeOptions, BwTreeOptions, Direction, Index, IndexBuilder, IndexOptions};
 
 /// A multiplicative hash: distinct, scattered 8-byte keys.
 fn key(i: u64) -> [u8; 8] {
     i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes()
+}
+
+/// An ascending cursor of `bw` from `start`.
+fn open<'t>(bw: &'t BwTreeIndex, start: &[u8]) -> BwCursor<'t> {
+    bw.cursor(
+        Bound::Included(start),
+        Bound::Unbounded,
+        Direction::Ascending,
+    )
+    .expect("cursor")
+}
+
+/// Reads the next `len` keys of `cursor` (fewer where its range ends), a batch at a time.
+fn read(cursor: &mut BwCursor<'_>, len: usize, visit: &mut dyn FnMut(&[u8], u64)) {
+    let mut got = 0;
+    while got < len {
+        let batch = cursor.next_batch(len - got, visit);
+        if batch == 0 {
+            break;
+        }
+        got += batch;
+    }
 }
 
 /// The scans measured: `scans` scans of `length` keys from pseudo-random loaded keys;
@@ -34,23 +56,10 @@ fn scan_phase(
     if let (Some(bw), Some(physiological)) = (cursor, paging) {
         for s in 0..scans / 16 {
             let start = key(s.wrapping_mul(7919) % n);
-            let mut c = bw
-                .cursor(
-                    Bound::Included(&start[..]),
-                    Bound::Unbounded,
-                    Direction::Ascending,
-                )
-                .expect("cursor");
+            let mut c = open(bw, &start);
             c.set_physiological(physiological);
             for _ in 0..16 {
-                let mut got = 0;
-                while got < len {
-                    let batch = c.next_batch(len - got, &mut |_, tid| sum = sum.wrapping_add(tid));
-                    if batch == 0 {
-                        break;
-                    }
-                    got += batch;
-                }
+                read(&mut c, len, &mut |_, tid| sum = sum.wrapping_add(tid));
             }
         }
         return sum;
@@ -59,23 +68,7 @@ fn scan_phase(
         let start = key(s.wrapping_mul(7919) % n);
         let mut visit = |_: &[u8], tid: u64| sum = sum.wrapping_add(tid);
         match cursor {
-            Some(bw) => {
-                let mut c = bw
-                    .cursor(
-                        Bound::Included(&start[..]),
-                        Bound::Unbounded,
-                        Direction::Ascending,
-                    )
-                    .expect("cursor");
-                let mut got = 0;
-                while got < len {
-                    let batch = c.next_batch(len - got, &mut visit);
-                    if batch == 0 {
-                        break;
-                    }
-                    got += batch;
-                }
-            }
+            Some(bw) => read(&mut open(bw, &start), len, &mut visit),
             None => {
                 index
                     .scan(

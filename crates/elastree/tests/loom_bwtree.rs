@@ -15,9 +15,8 @@
 //! Run with `cargo test --workspace --features elastree/loom --test loom_bwtree`.
 #![cfg(feature = "loom")]
 
-use std::ops::Bound;
-
-use elastree::{BwTreeOptions, Direction, Index, IndexBuilder, PageOrganization};
+use elastree::{BwTreeOptions, Index, IndexBuilder, PageOrganization};
+use elastree_testkit::model::all_pairs_by;
 use elastree_testkit::time_limit;
 use loom::sync::Arc;
 use loom::thread;
@@ -93,16 +92,7 @@ fn holds_exactly(index: &dyn Index, keys: &[&[u64]]) {
     for &i in &expected {
         assert_eq!(index.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
     }
-    let mut scanned = Vec::new();
-    index
-        .scan(
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Ascending,
-            usize::MAX,
-            &mut |k, v| scanned.push((u64::from_be_bytes(k.try_into().unwrap()), v)),
-        )
-        .unwrap();
+    let scanned = all_pairs_by(index, |k| u64::from_be_bytes(k.try_into().unwrap()));
     let want: Vec<(u64, u64)> = expected.iter().map(|&i| (i, value(i))).collect();
     assert_eq!(
         scanned, want,

@@ -271,6 +271,14 @@ fn scans_allocate_nothing_per_key() {
     }
 }
 
+/// A Bw-tree of 8-byte keys with the default options.
+fn bwtree_fixed8() -> Box<dyn Index> {
+    IndexBuilder::new(IndexKind::BwTree)
+        .key_len(KeyLen::Fixed(8))
+        .build()
+        .unwrap()
+}
+
 /// The Bw-tree's garbage bound at test scale: 200,000 random updates on 2 threads over
 /// 50,000 keys (`elastree_testkit::churn`: each update flips a key of a 100,000-key space,
 /// so pages split, empty and merge), then, once the epoch has freed the retired chains,
@@ -283,13 +291,7 @@ fn bwtree_garbage_bound_after_random_updates() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     settle();
     let baseline = allocated();
-    let build = || {
-        IndexBuilder::new(IndexKind::BwTree)
-            .key_len(KeyLen::Fixed(8))
-            .build()
-            .unwrap()
-    };
-    let churned = build();
+    let churned = bwtree_fixed8();
     let contents = churn(&*churned, 50_000, 200_000, 2, 1);
     settle();
     let held = churned.memory().total();
@@ -297,7 +299,7 @@ fn bwtree_garbage_bound_after_random_updates() {
     // left.
     let listed = (contents.capacity() * std::mem::size_of::<u64>()) as isize;
     assert_close("bwtree churned", held, allocated() - baseline - listed);
-    let reference = build();
+    let reference = bwtree_fixed8();
     fresh(&*reference, &contents, 2);
     let fresh_bytes = reference.memory().total();
     eprintln!(
@@ -331,16 +333,10 @@ fn bwtree_shrinks_after_deletes() {
     order.sort_by_key(|&i| churn_key(i.wrapping_mul(31)));
     settle();
     let baseline = allocated();
-    let build = || {
-        IndexBuilder::new(IndexKind::BwTree)
-            .key_len(KeyLen::Fixed(8))
-            .build()
-            .unwrap()
-    };
     // The index lives on a thread of its own (see `check_kind`).
     let (full, held, stats) = std::thread::scope(|s| {
         s.spawn(|| {
-            let index = build();
+            let index = bwtree_fixed8();
             fresh(&*index, &all, 3);
             settle();
             let full = index.memory().total();
@@ -357,7 +353,7 @@ fn bwtree_shrinks_after_deletes() {
         .join()
         .expect("the index's thread panicked")
     });
-    let reference = build();
+    let reference = bwtree_fixed8();
     fresh(&*reference, &kept, 4);
     let fresh_bytes = reference.memory().total();
     eprintln!(
