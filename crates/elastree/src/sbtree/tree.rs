@@ -52,9 +52,13 @@ pub struct SbTree<K: SbKey> {
     pub lingering: Mutex<Vec<SegmentPtr<K>>>,
     /// The recent share of entries written below the frontier (see `adapt_late_level`).
     late_rate: Mutex<LateRate>,
-    /// Sealed segments waiting for their conversion, oldest first, each with the segment
+    /// Sealed segments waiting for their conversion, in sealing order, each with the segment
     /// sealed after it (see [`SbTree::seal`]).
     pending: Mutex<VecDeque<(SegmentPtr<K>, SegmentPtr<K>)>>,
+    /// Held by the thread converting: conversions go one at a time, in sealing order, and a
+    /// thread that must wait for one blocks here instead of spinning (on two cores, a
+    /// spinning waiter took the core the converter needed).
+    converting: Mutex<()>,
     /// The length of `pending` (written under its lock): read without the lock, so the
     /// check every slow-path insert makes touches no lock while few segments wait.
     pending_len: AtomicUsize,
@@ -110,6 +114,7 @@ impl<K: SbKey> SbTree<K> {
             lingering: Mutex::new(Vec::new()),
             late_rate: Mutex::new(LateRate::default()),
             pending: Mutex::new(VecDeque::new()),
+            converting: Mutex::new(()),
             pending_len: AtomicUsize::new(0),
         }
     }
@@ -147,9 +152,15 @@ impl<K: SbKey> SbTree<K> {
     /// layer), converting pending segments meanwhile. Called unpinned: a thread that waits
     /// pinned holds back the epoch, and with it the freeing of every converted segment.
     fn await_conversion(&self, seq: u64) {
-        self.convert_pending(0);
         let wait = SpinWait::new();
         while self.converted.load(Ordering::Acquire) < seq {
+            self.convert_pending(0);
+            if self.converted.load(Ordering::Acquire) >= seq {
+                return;
+            }
+            // Another thread is converting it (or the one before it): wait for its turn to
+            // end, parked; or its sealer has yet to queue it: a moment.
+            drop(super::lock(&self.converting));
             wait.wait();
         }
     }
@@ -331,8 +342,14 @@ impl<K: SbKey> SbTree<K> {
             SegmentPtr(next as *const _ as *mut _),
         );
         {
+            // In sealing order: a sealer that installed the next frontier may be overtaken by
+            // that frontier's sealer before it queues its own segment.
             let mut pending = super::lock(&self.pending);
-            pending.push_back(queued);
+            let seq = segment.seq;
+            // SAFETY: queued segments are freed only after their conversion, which takes
+            // them off the queue first.
+            let at = pending.partition_point(|(s, _)| unsafe { &*s.0 }.seq < seq);
+            pending.insert(at, queued);
             self.pending_len.store(pending.len(), Ordering::Relaxed);
         }
         self.wake_maintainer();
@@ -344,14 +361,24 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// Converts the oldest pending segment if more than `keep` wait, then runs a
-    /// maintenance pass if no one else is; whether it converted.
+    /// maintenance pass if no one else is; whether it converted. Waits (parked) while
+    /// another thread converts: that is the back pressure on inserts that find more than
+    /// `keep` segments waiting.
     pub fn convert_oldest(&self, keep: usize) -> bool {
         if self.pending_len.load(Ordering::Relaxed) <= keep {
             return false;
         }
+        let turn = super::lock(&self.converting);
         let (segment, next) = {
             let mut pending = super::lock(&self.pending);
             if pending.len() <= keep {
+                return false;
+            }
+            let (SegmentPtr(first), _) = pending.front().expect("more than `keep` pending");
+            // SAFETY: queued, so not freed (see `seal`).
+            if unsafe { &**first }.seq != self.converted.load(Ordering::Acquire) + 1 {
+                // The segment sealed before it is not queued yet: its sealer converts it
+                // or wakes the maintenance thread.
                 return false;
             }
             let (SegmentPtr(segment), SegmentPtr(next)) =
@@ -363,6 +390,7 @@ impl<K: SbKey> SbTree<K> {
         // sealed after it only after its own, later one; taken off the queue, this
         // conversion is ours alone.
         unsafe { self.convert(&*segment, &*next) };
+        drop(turn);
         // Index the new blocks now, unless someone else is at it: delayed keys land in
         // the newest blocks and, unindexed, reach them by walking the chain.
         if let Ok(mut state) = self.maintenance.try_lock() {
