@@ -697,16 +697,22 @@ pub fn plan<K: SbKey>(
         Some(&(first, _)) => entries.partition_point(|e| e.0.offset_from(first).is_some()),
         None => 0,
     };
-    // Compact tids: the prefix whose tids span at most 2^32.
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    let tid_fit = entries
-        .iter()
-        .position(|&(_, t)| {
-            lo = lo.min(t);
-            hi = hi.max(t);
-            hi - lo > u64::from(u32::MAX)
-        })
-        .unwrap_or(window);
+    // Compact tids: the prefix whose tids span at most 2^32 (usually the whole window:
+    // one pass without a branch per entry tells).
+    let (lo, hi) = tid_span(entries);
+    let tid_fit = if hi.wrapping_sub(lo) <= u64::from(u32::MAX) {
+        window
+    } else {
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        entries
+            .iter()
+            .position(|&(_, t)| {
+                lo = lo.min(t);
+                hi = hi.max(t);
+                hi - lo > u64::from(u32::MAX)
+            })
+            .unwrap_or(window)
+    };
     let mut best: Option<Shape> = None;
     for (&(keys, tids), &capacity) in FORMS.iter().zip(&capacities) {
         let mut count = capacity.min(window);
@@ -729,6 +735,13 @@ pub fn plan<K: SbKey>(
     best.expect("four forms")
 }
 
+/// The smallest and the largest tid of `entries` (`(u64::MAX, 0)` for none).
+fn tid_span<K: SbKey>(entries: &[(K, u64)]) -> (u64, u64) {
+    entries
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), &(_, t)| (lo.min(t), hi.max(t)))
+}
+
 /// Builds a body of `shape` in a fresh block from `entries` (exactly `shape.count` of them,
 /// in position order and fitting the shape's forms), with an empty late area.
 pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) -> NonNull<u8> {
@@ -738,7 +751,23 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
     let block = blocks.alloc();
     let p = block.as_ptr();
     let key_base = entries.first().map_or(K::MIN, |e| e.0);
-    let tid_base = entries.iter().map(|e| e.1).min().unwrap_or(0);
+    let (tid_base, tid_top) = tid_span(entries);
+    let tid_base = tid_base.min(tid_top);
+    // The forms were chosen by `plan`: checked here once for the whole body (keys ascend,
+    // so the last key is the farthest from the base), not per entry.
+    if shape.keys == Form::Compact {
+        let last = entries.last().map_or(key_base, |e| e.0);
+        assert!(
+            last.offset_from(key_base).is_some(),
+            "keys fit the compact form"
+        );
+    }
+    if shape.tids == Form::Compact {
+        assert!(
+            tid_top.saturating_sub(tid_base) <= u64::from(u32::MAX),
+            "tids fit the compact form"
+        );
+    }
     let meta = Meta {
         count: shape.count as u32,
         table_len: shape.table_len() as u16,
@@ -765,7 +794,8 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
             let at = b * shape.bucket;
             match shape.keys {
                 Form::Compact => {
-                    let offset = |k: K| k.offset_from(key_base).expect("keys fit the compact form");
+                    // Within 2^32 of the base (checked above): the low word of the difference.
+                    let offset = |k: K| k.low_offset(key_base);
                     table.cast::<u32>().add(b).write(offset(chunk[0].0));
                     for (i, &(k, _)) in chunk.iter().enumerate() {
                         keys.cast::<u32>().add(at + i).write(offset(k));
@@ -783,7 +813,8 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
         match shape.tids {
             Form::Compact => {
                 for (i, &(_, t)) in entries.iter().enumerate() {
-                    let off = u32::try_from(t - tid_base).expect("tids fit the compact form");
+                    // Within 2^32 of the base (checked above).
+                    let off = t.wrapping_sub(tid_base) as u32;
                     tids.cast::<AtomicU32>().add(i).write(AtomicU32::new(off));
                 }
             }

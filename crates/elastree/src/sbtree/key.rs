@@ -41,6 +41,9 @@ pub trait SbKey:
     /// `self - base` if `base <= self` and the difference fits 32 bits: the key's offset in a
     /// block whose keys are stored as 32-bit offsets from `base`.
     fn offset_from(self, base: Self) -> Option<u32>;
+    /// The low 32 bits of `self - base` (wrapping): the offset when
+    /// [`SbKey::offset_from`] says it fits.
+    fn low_offset(self, base: Self) -> u32;
     /// `base + offset`.
     fn add_offset(base: Self, offset: u32) -> Self;
     /// The key `ahead` average gaps above `last`, the gaps measured over `n` keys from
@@ -77,6 +80,10 @@ impl SbKey for u64 {
     #[inline]
     fn offset_from(self, base: Self) -> Option<u32> {
         self.checked_sub(base).and_then(|d| u32::try_from(d).ok())
+    }
+    #[inline]
+    fn low_offset(self, base: Self) -> u32 {
+        self.wrapping_sub(base) as u32
     }
     #[inline]
     fn add_offset(base: Self, offset: u32) -> Self {
@@ -118,6 +125,10 @@ impl SbKey for u128 {
     #[inline]
     fn offset_from(self, base: Self) -> Option<u32> {
         self.checked_sub(base).and_then(|d| u32::try_from(d).ok())
+    }
+    #[inline]
+    fn low_offset(self, base: Self) -> u32 {
+        self.wrapping_sub(base) as u32
     }
     #[inline]
     fn add_offset(base: Self, offset: u32) -> Self {

@@ -388,15 +388,25 @@ impl<K: SbKey> Run<K> {
     /// part ends (the next one's start).
     pub fn captured_entries(&self, out: &mut Vec<(K, u64)>, starts: &mut Vec<usize>) {
         let n = self.head.captured().unwrap_or(0) as usize;
+        let w = entry_words::<K>();
         let mut i = 0;
         while i < n {
             // A block at a time; its words of dead bits, most of them zero.
             let block = self.blocks[self.block_of(i)].load(Ordering::Acquire);
             let end = n.min(i + self.per_block);
-            for j in i..end {
-                if !self.dead_bit(j) {
-                    out.push(load_entry(self.slot_words(block, j - i)));
+            // SAFETY: as in `slot_words`: the block holds `per_block` entries of `w` words
+            // and `end - i <= per_block`.
+            let words =
+                unsafe { std::slice::from_raw_parts(block.cast::<AtomicU64>(), (end - i) * w) };
+            if self.any_dead(i, end) {
+                for j in i..end {
+                    if !self.dead_bit(j) {
+                        out.push(load_entry(self.slot_words(block, j - i)));
+                    }
                 }
+            } else {
+                // No deletes (the usual case): the whole stretch, without a test per entry.
+                out.extend(words.chunks_exact(w).map(load_entry::<K>));
             }
             i = end;
         }

@@ -370,13 +370,19 @@ fn merge_sorted<K: SbKey>(
             merged.push(other.len());
             let (mut i, a_end) = (bounds[k], end_of(k + 1));
             let (mut j, b_end) = (a_end, end_of(k + 2));
+            // Stretches taken whole: the entries of one side below the other's next one,
+            // found by galloping (threads' runs interleave in long stretches).
             while i < a_end && j < b_end {
                 if at(&entries[j]) < at(&entries[i]) {
-                    other.push(entries[j]);
-                    j += 1;
+                    let next = at(&entries[i]);
+                    let to = gallop(&entries[j..b_end], |e| at(e) < next) + j;
+                    other.extend_from_slice(&entries[j..to]);
+                    j = to;
                 } else {
-                    other.push(entries[i]);
-                    i += 1;
+                    let next = at(&entries[j]);
+                    let to = gallop(&entries[i..a_end], |e| at(e) <= next) + i;
+                    other.extend_from_slice(&entries[i..to]);
+                    i = to;
                 }
             }
             other.extend_from_slice(&entries[i..a_end]);
@@ -386,6 +392,22 @@ fn merge_sorted<K: SbKey>(
         bounds = merged;
     }
     entries
+}
+
+/// The length of the prefix of `items` whose items satisfy `below` (true on a prefix, at
+/// least on the first item): probes 1, 2, 4, ... items ahead, then bisects the last step,
+/// so a short prefix costs a few comparisons and a long one its logarithm.
+fn gallop<T>(items: &[T], below: impl Fn(&T) -> bool) -> usize {
+    let mut lo = 1;
+    let mut step = 1;
+    while lo < items.len() && below(&items[lo]) {
+        lo += step;
+        step *= 2;
+    }
+    // The prefix ends in (lo - step / 2 .. lo] (clamped); the first item is below.
+    let from = lo.saturating_sub(step / 2).max(1).min(items.len());
+    let to = lo.min(items.len());
+    from + items[from..to].partition_point(&below)
 }
 
 impl<K: SbKey> Drop for Segment<K> {
@@ -416,6 +438,15 @@ mod tests {
             vec![],
             vec![vec![1u64, 5, 9]],
             vec![vec![2, 4], vec![1, 3, 5], vec![], vec![0, 6]],
+            // Long stretches interleaved (two threads' runs), and a duplicate across them.
+            (0..3)
+                .map(|r| {
+                    (0..40)
+                        .flat_map(|b| (0..7).map(move |i| b * 100 + r * 10 + i))
+                        .collect()
+                })
+                .chain([vec![5, 5 + 7 * 100, 3999]])
+                .collect(),
         ] {
             let mut entries = Vec::new();
             let mut starts = vec![0];
