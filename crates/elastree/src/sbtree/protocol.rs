@@ -150,6 +150,15 @@ impl RunHead {
         }
     }
 
+    /// [`RunHead::widen`] for a key at or above the floor (an append after the run's first
+    /// one): only the ceiling can move.
+    #[inline(always)]
+    pub fn widen_up(&self, key: [u64; 2], ahead: impl FnOnce() -> [u64; 2]) {
+        if int(key) > int(load_key(&self.cold.ceiling)) {
+            self.raise_ceiling(key, ahead());
+        }
+    }
+
     /// Raises the ceiling to `ahead`, at least to `key` (once per many appends: out of line).
     #[cold]
     #[inline(never)]

@@ -41,6 +41,9 @@ pub struct Owner<K: SbKey> {
     pub last: Option<Pos<K>>,
     /// The first appended key (the ceiling's projection measures gaps from it).
     pub first: K,
+    /// Append entries below this have their block: the shortcut's one test for room
+    /// ([`Run::room_end`], set when the slow path gives the run a block).
+    pub limit: u64,
     /// Per peer slot: two published positions of the peer's append run with nothing of the
     /// peer's between them (its append run only grows at its end).
     pub gaps: Vec<Option<(Pos<K>, Pos<K>)>>,
@@ -100,6 +103,7 @@ impl<K: SbKey> Run<K> {
                 count: 0,
                 last: None,
                 first: K::MIN,
+                limit: 0,
                 gaps: vec![None; peers],
             }),
         }
@@ -242,6 +246,12 @@ impl<K: SbKey> Run<K> {
             self.add_block(block, res);
         }
         true
+    }
+
+    /// Owner, after [`Run::make_room`] for entry `c`: the end of the entries that have
+    /// their block (the end of `c`'s block, or of the run).
+    pub fn room_end(&self, c: usize) -> u64 {
+        ((self.block_of(c) + 1) * self.per_block).min(self.capacity()) as u64
     }
 
     /// Owner: gives the append run its block `b`.

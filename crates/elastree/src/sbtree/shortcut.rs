@@ -159,8 +159,7 @@ impl<K: SbKey> SbTree<K> {
         if owner.last.is_some_and(|last| pos <= last) {
             return None;
         }
-        let c = owner.count as usize;
-        if c == run.capacity() || !run.has_block(run.block_of(c)) {
+        if owner.count >= owner.limit {
             return None;
         }
         match self.append(segment, run, owner, key, tid) {
@@ -220,13 +219,17 @@ impl<K: SbKey> SbTree<K> {
         let pos = Pos::of(key, tid, self.geo.pairs);
         run.head.begin();
         run.write_entry(c as usize, key, tid);
-        if owner.count == 0 {
+        if c == 0 {
             owner.first = key;
         }
         let (first, n) = (owner.first, c + 1);
-        run.head.widen(key.to_words(), || {
-            K::project(first, key, n, CEILING_AHEAD).to_words()
-        });
+        let ahead = || K::project(first, key, n, CEILING_AHEAD).to_words();
+        if c == 0 {
+            run.head.widen(key.to_words(), ahead);
+        } else {
+            // Appends ascend: past the first, only the ceiling can move.
+            run.head.widen_up(key.to_words(), ahead);
+        }
         run.head.publish(c + 1);
         if run.head.settle(&segment.head, c) == Settled::Dropped {
             run.head.end();

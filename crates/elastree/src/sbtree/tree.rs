@@ -245,6 +245,7 @@ impl<K: SbKey> SbTree<K> {
         let owner = unsafe { run.owner() };
         let inserted = if owner.last.is_none_or(|last| pos > last) {
             if run.make_room(owner.count as usize, &self.res) {
+                owner.limit = run.room_end(owner.count as usize);
                 self.append(segment, run, owner, key, tid)
             } else {
                 Inserted::Full
