@@ -9,15 +9,23 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use smallvec::SmallVec;
+
 use super::delta::{Delta, Kind, Link, NewDelta, Target};
 use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
 use super::view::{Probe, Step};
-use super::{sibling, BwTree, NO_SIBLING, ROOT};
-use crate::node::page::{fence, PageImage, PageRepr};
+use super::{set_sibling, sibling, BwTree, NO_SIBLING, ROOT};
+use crate::node::page::{fence, fence_cmp, Edit, PageImage, PageRepr};
 use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
+
+/// A chain's entry deltas, newest first (a chain's worth fits inline).
+type Deltas<'g> = SmallVec<[&'g Delta; 16]>;
+
+/// A chain's base pages with the filters their keys pass (one unless Merges absorbed more).
+type Bases<'g> = SmallVec<[(&'g NodeHeader, Option<Key<'g>>); 2]>;
 
 /// A page's state read from one chain: its level, fences and right sibling; the entries
 /// are in the [`PageImage`] filled alongside.
@@ -35,13 +43,22 @@ impl BwTree {
     /// returns the page's shape. `None` for a null link or a removed page.
     pub(super) fn collect(&self, top: Link, image: &mut PageImage) -> Option<Shape> {
         image.clear();
-        let mut deltas: Vec<&Delta> = Vec::new();
-        let mut bases: Vec<(&NodeHeader, Option<Key<'_>>)> = Vec::new();
+        let mut deltas: Deltas<'_> = SmallVec::new();
+        let mut bases: Bases<'_> = SmallVec::new();
         let (level, high, right) = self.gather(top, None, &mut deltas, &mut bases)?;
         // The page's own base comes last (absorbed chains are gathered before the rest of
         // the chain below their Merge), and absorbed ranges lie right of it: ascending order.
         bases.reverse();
         let low = fence(bases[0].0, &self.config, true);
+        // One allocation per buffer rather than a doubling series of them.
+        let entries = bases
+            .iter()
+            .map(|&(base, _)| PageRepr::count(base, &self.config))
+            .sum::<usize>();
+        image.reserve(
+            entries + deltas.len(),
+            self.config.max_bytes(level) * bases.len(),
+        );
         // Newest first; a stable sort keeps the newest of a key first.
         deltas.sort_by(|a, b| a.key().cmp(&b.key()));
         deltas.dedup_by(|later, first| later.key() == first.key());
@@ -92,8 +109,8 @@ impl BwTree {
         &self,
         top: Link,
         mut filter: Option<Key<'g>>,
-        deltas: &mut Vec<&'g Delta>,
-        bases: &mut Vec<(&'g NodeHeader, Option<Key<'g>>)>,
+        deltas: &mut Deltas<'g>,
+        bases: &mut Bases<'g>,
     ) -> Option<(u16, Option<VarKey>, PageId)> {
         let mut bound: Option<(Option<VarKey>, PageId)> = None;
         let mut link = top;
@@ -151,17 +168,33 @@ impl BwTree {
         for unlink in &unlinks {
             self.finish_merge(unlink, guard);
         }
-        let mut image = PageImage::default();
-        let Some(shape) = self.collect(top, &mut image) else {
+        self.consolidate_image(id, top, &unlinks, &mut PageImage::default(), guard)
+    }
+
+    /// [`Self::consolidate`] once the Unlinks' merges are finished, with a scratch image.
+    fn consolidate_image(
+        &self,
+        id: PageId,
+        top: Link,
+        unlinks: &[&Delta],
+        image: &mut PageImage,
+        guard: &Guard,
+    ) -> bool {
+        if unlinks.is_empty() {
+            if let Some(merge) = self.patch(id, top, image, guard) {
+                return merge;
+            }
+        }
+        let Some(shape) = self.collect(top, image) else {
             return false;
         };
         let n = image.len();
         let fences = (shape.low.as_ref(), shape.high.as_ref());
         if n < 2 || image.fits(&self.config, shape.level, 0..n, fences) {
-            let (page, size) = self.build(&mut image, shape.level, 0..n, fences, shape.right);
+            let (page, size) = self.build(image, shape.level, 0..n, fences, shape.right);
             if self.table.cas(id, top, page) {
                 self.retire(top, guard);
-                for unlink in &unlinks {
+                for unlink in unlinks {
                     self.retire_removed(unlink.value(), guard);
                 }
                 return shape.level == 0
@@ -173,9 +206,61 @@ impl BwTree {
         } else if id == ROOT {
             self.grow_root(top, shape.level, guard);
         } else {
-            self.split(id, top, &mut image, &shape, guard);
+            self.split(id, top, image, &shape, guard);
         }
         false
+    }
+
+    /// Consolidates page `id` (chain `top`) by patching its base page, if the chain holds
+    /// only entry deltas (inserts, deletes, index entries) and the patch can be made (see
+    /// [`PageImage::patch`]): the base page's entries are copied without being decoded, and
+    /// only the deltas' keys are encoded. Returns what [`Self::consolidate`] returns, or
+    /// `None` when the page must be collected and rebuilt instead.
+    fn patch(&self, id: PageId, top: Link, image: &mut PageImage, guard: &Guard) -> Option<bool> {
+        let mut deltas: Deltas<'_> = SmallVec::new();
+        let mut link = top;
+        let base = loop {
+            // SAFETY: read from the mapping table under the caller's pin; the chain
+            // outlives it.
+            match unsafe { link.target() } {
+                Target::Delta(d) => match d.kind() {
+                    Kind::Insert | Kind::Delete | Kind::IndexEntry => {
+                        deltas.push(d);
+                        link = d.next();
+                    }
+                    _ => return None,
+                },
+                Target::Base(node) => break node,
+                Target::Null => return None,
+            }
+        };
+        // Newest first; a stable sort keeps the newest of a key first.
+        deltas.sort_by(|a, b| a.key().cmp(&b.key()));
+        deltas.dedup_by(|later, first| later.key() == first.key());
+        let edits: SmallVec<[Edit<'_>; 16]> = deltas
+            .iter()
+            .map(|d| Edit {
+                key: d.key().bytes,
+                tid: d.key().tid,
+                value: (d.kind() != Kind::Delete).then(|| d.value()),
+            })
+            .collect();
+        let patched = image.patch(&self.config, base, &edits)?;
+        let level = base.level();
+        set_sibling(patched.node, sibling(base));
+        self.bytes.of(level).add(patched.size);
+        let page = Link::base(patched.node);
+        if !self.table.cas(id, top, page) {
+            self.discard(page, true);
+            return Some(false);
+        }
+        self.retire(top, guard);
+        Some(
+            level == 0
+                && id != ROOT
+                && fence_cmp(base, &self.config, true, &[], 0).is_some()
+                && self.underfull(patched.count, patched.size),
+        )
     }
 
     /// The Unlink deltas of the chain at `top` (an inner page's; read under the caller's

@@ -27,6 +27,11 @@ impl PageImage {
         self.content.clear();
     }
 
+    /// Makes room for `entries` more entries with `key_bytes` more key bytes in all.
+    pub fn reserve(&mut self, entries: usize, key_bytes: usize) {
+        self.content.reserve(entries, key_bytes);
+    }
+
     /// Appends an entry; `tid` is 0 in unique trees.
     #[inline]
     pub fn push(&mut self, key: &[u8], tid: u64, value: u64) {
@@ -101,6 +106,20 @@ impl PageImage {
         // SAFETY: freshly allocated, not yet shared.
         write(unsafe { node.as_ref() }, config, &mut self.content, range);
         (node, size)
+    }
+
+    /// A copy of `base` (an immutable page) with `edits` applied (sorted by key and tid,
+    /// each key once), built without decoding `base`'s keys (see [`patch`](super::patch));
+    /// `None` when that cannot be done (a key outside the page prefix, no entry left, or a
+    /// result that does not fit one page: then collect the entries and [`Self::build`]).
+    /// The image's entries are not used; its buffers serve as scratch.
+    pub fn patch(
+        &mut self,
+        config: &PageConfig,
+        base: &NodeHeader,
+        edits: &[super::Edit<'_>],
+    ) -> Option<super::Patched> {
+        super::patch::patch(config, base, edits, self.content.image())
     }
 
     /// Where to split the image's entries (at least 2) with the page's rule (the middle, or
