@@ -6,14 +6,16 @@
 //! result has exactly the bytes it needs, like [`super::PageImage::build`]'s.
 
 use std::cmp::Ordering as CmpOrdering;
+use std::ops::Range;
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 
 use super::super::slotted::VarProbe;
 use super::super::NodeHeader;
 use super::build::{needed, partition};
-use super::layout::{FenceSpots, Meta, Page, INLINE_WORDS, NO_FENCE};
+use super::layout::{FenceSpots, Meta, Mids, Page, INLINE_WORDS, NO_FENCE};
 use super::{alloc_page, PageConfig};
 
 /// One change to a page's entries: `key` (with `tid`, 0 unless the pages keep tids) gets
@@ -121,20 +123,9 @@ pub(super) fn patch(
     let at = |image: &Vec<u8>| start + image.len() - start % 8;
     let mut slot = 0;
     let mut next = 0;
-    let copy = |range: std::ops::Range<usize>, slot: &mut usize, image: &mut Vec<u8>| {
-        for i in range {
-            let (offset, len) = from.suffix_at(i);
-            let new_offset = at(image);
-            from.bin.extend_into(offset, len, image);
-            to.set_entry(
-                *slot,
-                from.mid(i),
-                (new_offset, len),
-                from.tid(i),
-                from.value(i),
-            );
-            *slot += 1;
-        }
+    let copy = |range: Range<usize>, slot: &mut usize, image: &mut Vec<u8>| {
+        copy_run(&from, &to, range.clone(), *slot, image, start);
+        *slot += range.len();
     };
     for (edit, spot) in edits.iter().zip(&spots) {
         copy(next..spot.pos.max(next), &mut slot, scratch);
@@ -184,4 +175,59 @@ pub(super) fn patch(
         size,
         count: new_count,
     })
+}
+
+/// Copies entries `range` of `from` to slots `slot..` of `to` (both of one tree, `to`
+/// unpublished), appending their suffixes to `image`, the new bin from byte `start` on
+/// (`image` starts at the word holding byte `start`). The vectors are copied element by
+/// element without decoding, and the suffixes a run at a time: entries whose suffixes lie
+/// back to back in the old bin (all of them in a page that `build::write` or `patch` laid
+/// out) are moved with one copy and their locations shifted.
+fn copy_run(
+    from: &Page<'_>,
+    to: &Page<'_>,
+    range: Range<usize>,
+    slot: usize,
+    image: &mut Vec<u8>,
+    start: usize,
+) {
+    let n = range.len();
+    if n == 0 {
+        return;
+    }
+    let dst = slot..slot + n;
+    match (from.mids, to.mids) {
+        (Mids::Four(a), Mids::Four(b)) => copy_slots(&a[range.clone()], &b[dst.clone()]),
+        (Mids::Eight(a), Mids::Eight(b)) => copy_slots(&a[range.clone()], &b[dst.clone()]),
+        _ => unreachable!("pages of one tree have one mid-key width"),
+    }
+    copy_slots(&from.values[range.clone()], &to.values[dst.clone()]);
+    if from.with_tid() {
+        copy_slots(&from.tids[range.clone()], &to.tids[dst.clone()]);
+    }
+    // Suffixes: `old` is where the current stretch of back-to-back suffixes starts in the old
+    // bin, `end` where it ends; `shift` maps its offsets to the new bin's.
+    let at = |image: &Vec<u8>| start + image.len() - start % 8;
+    let (first, _) = from.suffix_at(range.start);
+    let (mut old, mut end) = (first, first);
+    let mut new = at(image);
+    for (i, loc) in range.zip(&to.locs[dst]) {
+        let (offset, len) = from.suffix_at(i);
+        if offset != end {
+            from.bin.extend_into(old, end - old, image);
+            (old, new) = (offset, at(image));
+        }
+        let moved = new + (offset - old);
+        loc.store(((moved as u32) << 16) | len as u32, Ordering::Relaxed);
+        end = offset + len;
+    }
+    from.bin.extend_into(old, end - old, image);
+}
+
+/// Copies `src` into `dst` (of equal lengths), element by element.
+#[inline]
+fn copy_slots<T: super::layout::Slot>(src: &[T], dst: &[T]) {
+    for (s, d) in src.iter().zip(dst) {
+        d.set(s.get());
+    }
 }
