@@ -281,7 +281,8 @@ impl BwTree {
     /// Splits page `id` (chain `top`, entries in `image`): the right half becomes a new
     /// page, a Split delta on `id` points at it, the parent gets its index entry, and `id`
     /// is consolidated to its left half (split again if that still does not fit: a chain
-    /// of many inserts may hold more than two pages' entries).
+    /// of many inserts may hold more than two pages' entries). A thread that finds the page
+    /// changed by another when it would install the left half leaves the chain to it.
     fn split(&self, id: PageId, top: Link, image: &mut PageImage, shape: &Shape, guard: &Guard) {
         let leaf = shape.level == 0;
         let n = image.len();
@@ -329,6 +330,20 @@ impl BwTree {
         }
         self.splits.fetch_add(1, Relaxed);
         let now = self.table.get(id);
+        // A leaf's left half, built from the entries at hand: what consolidating its chain
+        // (the Split on the chain split) would build, if no other thread changed the page
+        // since and the half fits one page. (Inner pages may carry Unlinks, whose removed
+        // pages the consolidation retires: they take the general path.)
+        let fences = (shape.low.as_ref(), Some(&separator));
+        if leaf && now == delta && image.fits(&self.config, shape.level, 0..at, fences) {
+            let (page, _) = self.build(image, shape.level, 0..at, fences, right_id);
+            if self.table.cas(id, now, page) {
+                self.retire(now, guard);
+                return;
+            }
+            self.discard(page, true);
+            return;
+        }
         self.consolidate(id, now, guard);
     }
 
