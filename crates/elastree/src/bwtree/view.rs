@@ -180,6 +180,20 @@ impl BwTree {
     #[inline]
     fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
         let page = PageView::of(node, &self.config);
+        // A key the base page holds is the page's, as the chain read says (a base page holds
+        // keys of its own range only, and the deltas above it, which could have moved the
+        // key away or changed it, have been walked): found, the lookup needs no fence, and
+        // reads no bytes of the bin's end, where the fences are. (So do the walk's deltas.)
+        let searched = match (goal, probe.key) {
+            (Goal::Lookup, Some(key)) => {
+                let found = page.search(key.probe(self.pairs));
+                if found.found {
+                    return Step::Here(Some(page.value(found.pos)));
+                }
+                true
+            }
+            _ => false,
+        };
         if probe.past_fence(&page) {
             return Step::Right(sibling(node), None);
         }
@@ -189,11 +203,8 @@ impl BwTree {
         match goal {
             Goal::Fences => Step::Here(None),
             Goal::Lookup => {
-                let Some(key) = probe.key else {
-                    return Step::Here(None);
-                };
-                let found = page.search(key.probe(self.pairs));
-                Step::Here(found.found.then(|| page.value(found.pos)))
+                debug_assert!(searched || probe.key.is_none());
+                Step::Here(None)
             }
             Goal::Route => {
                 let count = page.count();
