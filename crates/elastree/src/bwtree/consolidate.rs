@@ -3,6 +3,14 @@
 //! removed pages retired after), split in two when its entries no longer fit, the root
 //! grown, and the parent's index entry posted after a split.
 //!
+//! The common chain, inserts and deletes (or index entries) over one base page, is not
+//! collected: its base page is patched (`node/page/patch.rs`: the old page's entries move
+//! without being decoded, and only the deltas' keys are encoded). Consolidation, splits
+//! included, went from 11,950 to 3,010 instructions per insert with it and the splits' one
+//! collection (`examples/bw_ops.rs` under callgrind, 200K random 8-byte keys, one thread),
+//! 2,040 of them in patches. Chains with splits, merges or keys outside the page prefix,
+//! and pages that no longer fit, are collected and rebuilt.
+//!
 //! Every change is installed by one compare-and-swap on a mapping-table entry, against the
 //! chain top the change was computed from; a thread that loses the race frees what it built
 //! (never published) and leaves the page to whoever won.
