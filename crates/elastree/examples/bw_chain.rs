@@ -42,7 +42,7 @@ fn main() {
     let (btree_load, btree_lookup) = measure(&*btree);
     drop(btree);
     println!("btree:    load {btree_load:.3} Mops/s, lookup {btree_lookup:.3} Mops/s");
-    for chain_length in [1, 2, 4, 8, 16] {
+    for chain_length in [1, 2, 3, 4, 8, 16] {
         let index = IndexBuilder::new(BwTreeOptions {
             chain_length,
             ..BwTreeOptions::default()
