@@ -1,10 +1,11 @@
 //! Load and lookup throughput of the Bw-tree by consolidation threshold (chain length):
 //! `cargo run --release -p elastree --example bw_chain [keys] [threads]`, random 8-byte
-//! keys; used to choose `bwtree::DEFAULT_CHAIN_LENGTH`.
+//! keys; used to choose `bwtree::DEFAULT_CHAIN_LENGTH`. The OLC B+-tree runs first, and each
+//! chain length's figures are also given as ratios to its (the same run's).
 
 use std::time::Instant;
 
-use elastree::{BwTreeOptions, Index, IndexBuilder};
+use elastree::{BwTreeOptions, Index, IndexBuilder, IndexKind};
 
 /// A multiplicative hash: distinct, scattered 8-byte keys.
 fn key(i: u64) -> [u8; 8] {
@@ -15,18 +16,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("keys"));
     let threads: u64 = args.next().map_or(2, |a| a.parse().expect("threads"));
-    for chain_length in [1, 2, 4, 8, 16] {
-        let index = IndexBuilder::new(BwTreeOptions {
-            chain_length,
-            ..BwTreeOptions::default()
-        })
-        .build()
-        .expect("index");
+    let measure = |index: &dyn Index| {
         let run = |f: &(dyn Fn(&dyn Index, u64) + Sync)| {
             let start = Instant::now();
             std::thread::scope(|s| {
                 for t in 0..threads {
-                    let index = &*index;
                     s.spawn(move || {
                         for i in (t..n).step_by(threads as usize) {
                             f(index, i);
@@ -42,6 +36,25 @@ fn main() {
         let lookup = run(&|index, i| {
             assert_eq!(index.get(&key(i)).expect("get"), Some(i));
         });
-        println!("chain {chain_length:2}: load {load:.3} Mops/s, lookup {lookup:.3} Mops/s");
+        (load, lookup)
+    };
+    let btree = IndexBuilder::new(IndexKind::BTree).build().expect("index");
+    let (btree_load, btree_lookup) = measure(&*btree);
+    drop(btree);
+    println!("btree:    load {btree_load:.3} Mops/s, lookup {btree_lookup:.3} Mops/s");
+    for chain_length in [1, 2, 3, 4, 8, 16] {
+        let index = IndexBuilder::new(BwTreeOptions {
+            chain_length,
+            ..BwTreeOptions::default()
+        })
+        .build()
+        .expect("index");
+        let (load, lookup) = measure(&*index);
+        println!(
+            "chain {chain_length:2}: load {load:.3} Mops/s ({:.2}x btree), lookup {lookup:.3} \
+             Mops/s ({:.2}x btree)",
+            load / btree_load,
+            lookup / btree_lookup
+        );
     }
 }

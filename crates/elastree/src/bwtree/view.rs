@@ -17,9 +17,9 @@ use super::delta::{Delta, Kind, Link, Target};
 use super::key::Key;
 use super::table::PageId;
 use super::{sibling, BwTree};
-use crate::node::page::{fence, fence_cmp, PageRepr};
+use crate::node::page::{fence, PageView};
 use crate::node::slotted::VarKey;
-use crate::node::{NodeHeader, NodeRepr};
+use crate::node::NodeHeader;
 
 /// What a walk is looking for: the page holding `key` (or, `below`, the page holding the
 /// keys just below it); `key` `None` stands for a key above every other (the last page).
@@ -51,8 +51,8 @@ impl<'a> Probe<'a> {
     fn past(self, high: Key<'_>) -> bool {
         match self.key {
             None => true,
-            Some(key) if self.below => key > high,
-            Some(key) => key >= high,
+            Some(key) if self.below => key.order(high).is_gt(),
+            Some(key) => key.order(high).is_ge(),
         }
     }
 
@@ -61,18 +61,18 @@ impl<'a> Probe<'a> {
     fn before(self, low: Key<'_>) -> bool {
         match self.key {
             None => false,
-            Some(key) if self.below => key <= low,
-            Some(key) => key < low,
+            Some(key) if self.below => key.order(low).is_le(),
+            Some(key) => key.order(low).is_lt(),
         }
     }
 
     /// Whether a base page's high fence (`cmp`: the fence against the key) lies before the
     /// probe.
     #[inline]
-    fn past_fence(self, node: &NodeHeader, tree: &BwTree) -> bool {
+    fn past_fence(self, page: &PageView<'_>) -> bool {
         match self.key {
-            None => fence_cmp(node, &tree.config, false, &[], 0).is_some(),
-            Some(key) => match fence_cmp(node, &tree.config, false, key.bytes, key.tid) {
+            None => page.fence_cmp(false, &[], 0).is_some(),
+            Some(key) => match page.fence_cmp(false, key.bytes, key.tid) {
                 None => false,
                 Some(CmpOrdering::Less) => true,
                 Some(CmpOrdering::Equal) => !self.below,
@@ -83,10 +83,10 @@ impl<'a> Probe<'a> {
 
     /// Whether a base page's low fence lies after the probe.
     #[inline]
-    fn before_fence(self, node: &NodeHeader, tree: &BwTree) -> bool {
+    fn before_fence(self, page: &PageView<'_>) -> bool {
         match self.key {
             None => false,
-            Some(key) => match fence_cmp(node, &tree.config, true, key.bytes, key.tid) {
+            Some(key) => match page.fence_cmp(true, key.bytes, key.tid) {
                 None => false,
                 Some(CmpOrdering::Greater) => true,
                 Some(CmpOrdering::Equal) => self.below,
@@ -141,7 +141,8 @@ impl BwTree {
                             return Step::Right(d.value(), Some(d));
                         }
                         Kind::Insert | Kind::Delete
-                            if goal == Goal::Lookup && probe.key == Some(d.key()) =>
+                            if goal == Goal::Lookup
+                                && probe.key.is_some_and(|k| k.same(d.key())) =>
                         {
                             let value = (d.kind() == Kind::Insert).then(|| d.value());
                             return Step::Here(value);
@@ -178,31 +179,39 @@ impl BwTree {
     /// The end of a walk at base page `node`.
     #[inline]
     fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
-        if probe.past_fence(node, self) {
+        let page = PageView::of(node, &self.config);
+        // A key the base page holds is the page's, as the chain read says (a base page holds
+        // keys of its own range only, and the deltas above it, which could have moved the
+        // key away or changed it, have been walked): found, the lookup needs no fence, and
+        // reads no bytes of the bin's end, where the fences are. (So do the walk's deltas.)
+        let searched = match (goal, probe.key) {
+            (Goal::Lookup, Some(key)) => {
+                let found = page.search(key.probe(self.pairs));
+                if found.found {
+                    return Step::Here(Some(page.value(found.pos)));
+                }
+                true
+            }
+            _ => false,
+        };
+        if probe.past_fence(&page) {
             return Step::Right(sibling(node), None);
         }
-        if probe.before_fence(node, self) {
+        if probe.before_fence(&page) {
             return Step::Restart;
         }
         match goal {
             Goal::Fences => Step::Here(None),
             Goal::Lookup => {
-                let Some(key) = probe.key else {
-                    return Step::Here(None);
-                };
-                let found = PageRepr::search(node, &self.config, key.probe(self.pairs));
-                Step::Here(
-                    found
-                        .found
-                        .then(|| PageRepr::value_at(node, &self.config, found.pos)),
-                )
+                debug_assert!(searched || probe.key.is_none());
+                Step::Here(None)
             }
             Goal::Route => {
-                let count = PageRepr::count(node, &self.config);
+                let count = page.count();
                 let index = match probe.key {
                     None => count.saturating_sub(1),
                     Some(key) => {
-                        let found = PageRepr::search(node, &self.config, key.probe(self.pairs));
+                        let found = page.search(key.probe(self.pairs));
                         match found.found && !probe.below {
                             true => found.pos,
                             false => match found.pos.checked_sub(1) {
@@ -215,7 +224,7 @@ impl BwTree {
                 if count == 0 {
                     return Step::Restart;
                 }
-                Step::Child(PageRepr::value_at(node, &self.config, index.min(count - 1)))
+                Step::Child(page.value(index.min(count - 1)))
             }
         }
     }

@@ -29,7 +29,7 @@
 
 pub mod batch;
 pub mod blind;
-mod bytes;
+pub(crate) mod bytes;
 pub mod mixed;
 pub mod page;
 pub mod seqtree;

@@ -91,6 +91,12 @@ impl Content {
         self.high = None;
     }
 
+    /// Makes room for `entries` more entries with `key_bytes` more key bytes in all.
+    pub fn reserve(&mut self, entries: usize, key_bytes: usize) {
+        self.items.reserve(entries);
+        self.keys.reserve(key_bytes);
+    }
+
     /// Entries held.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -216,7 +222,13 @@ pub(super) fn needed(count: usize, bin: usize, form: Form) -> usize {
 /// The capacity of a page of `bytes` bytes holding `count` entries and `bin` bin bytes: the
 /// free bytes are shared between entry slots and the bin in the proportion the contents
 /// have, so that both run out at about the same time.
-fn partition(bytes: usize, count: usize, bin: usize, form: Form, max_entries: usize) -> usize {
+pub(super) fn partition(
+    bytes: usize,
+    count: usize,
+    bin: usize,
+    form: Form,
+    max_entries: usize,
+) -> usize {
     let slot = form.slot_bytes();
     let free = bytes.saturating_sub(needed(count, bin, form));
     let slots = count * slot;

@@ -7,8 +7,8 @@ use std::cmp::Ordering as CmpOrdering;
 use std::ops::Range;
 use std::ptr::NonNull;
 
-use super::super::slotted::VarKey;
-use super::super::NodeHeader;
+use super::super::slotted::{VarKey, VarProbe};
+use super::super::{NodeHeader, SearchResult};
 use super::build::{needed, write, Content};
 use super::layout::{Page, NO_FENCE};
 use super::split::{choose_split, shortest_separator};
@@ -25,6 +25,11 @@ impl PageImage {
     /// Drops every entry and fence, keeping the buffers.
     pub fn clear(&mut self) {
         self.content.clear();
+    }
+
+    /// Makes room for `entries` more entries with `key_bytes` more key bytes in all.
+    pub fn reserve(&mut self, entries: usize, key_bytes: usize) {
+        self.content.reserve(entries, key_bytes);
     }
 
     /// Appends an entry; `tid` is 0 in unique trees.
@@ -103,6 +108,20 @@ impl PageImage {
         (node, size)
     }
 
+    /// A copy of `base` (an immutable page) with `edits` applied (sorted by key and tid,
+    /// each key once), built without decoding `base`'s keys (see [`patch`](super::patch));
+    /// `None` when that cannot be done (a key outside the page prefix, no entry left, or a
+    /// result that does not fit one page: then collect the entries and [`Self::build`]).
+    /// The image's entries are not used; its buffers serve as scratch.
+    pub fn patch(
+        &mut self,
+        config: &PageConfig,
+        base: &NodeHeader,
+        edits: &[super::Edit<'_>],
+    ) -> Option<super::Patched> {
+        super::patch::patch(config, base, edits, self.content.image())
+    }
+
     /// Where to split the image's entries (at least 2) with the page's rule (the middle, or
     /// with short splits the point of section II-C), and the separator the right half starts
     /// at (see [`Self::separator`]).
@@ -134,16 +153,58 @@ pub fn fence_cmp(
     key: &[u8],
     tid: u64,
 ) -> Option<CmpOrdering> {
-    let page = Page::of(node, config.form);
-    let spots = page.fence_spots();
-    let (offset, len) = if low { spots.low } else { spots.high };
-    if len == NO_FENCE {
-        return None;
+    PageView::of(node, config).fence_cmp(low, key, tid)
+}
+
+/// One page's layout located once, for a walk that asks it several things (its fences, a
+/// search, a value): each of [`PageRepr`](super::PageRepr)'s functions locates it again.
+/// Tolerant of torn contents like every page read.
+pub struct PageView<'n> {
+    page: Page<'n>,
+}
+
+impl<'n> PageView<'n> {
+    /// The view of `node`, a page of `config`.
+    #[inline]
+    pub fn of(node: &'n NodeHeader, config: &PageConfig) -> Self {
+        PageView {
+            page: Page::of(node, config.form),
+        }
     }
-    Some(match page.bin.compare(offset, len, key) {
-        CmpOrdering::Equal if config.with_tid => page.bin.window(offset + len).cmp(&tid),
-        other => other,
-    })
+
+    /// Entries on the page.
+    #[inline]
+    pub fn count(&self) -> usize {
+        self.page.count()
+    }
+
+    /// Searches for `probe`.
+    #[inline]
+    pub fn search(&self, probe: VarProbe<'_>) -> SearchResult {
+        self.page.search(probe)
+    }
+
+    /// Entry `i`'s value (0 past the capacity).
+    #[inline]
+    pub fn value(&self, i: usize) -> u64 {
+        self.page.value(i)
+    }
+
+    /// How the low fence (`low`) or high fence compares with `(key, tid)` (the tid only when
+    /// the page keeps tids): `None` when that side is unbounded.
+    #[inline]
+    pub fn fence_cmp(&self, low: bool, key: &[u8], tid: u64) -> Option<CmpOrdering> {
+        let page = &self.page;
+        let spots = page.fence_spots();
+        let (offset, len) = if low { spots.low } else { spots.high };
+        if len == NO_FENCE {
+            return None;
+        }
+        Some(match page.bin.compare(offset, len, key) {
+            CmpOrdering::Equal if page.with_tid() => page.bin.window(offset + len).cmp(&tid),
+            other => other,
+        })
+    }
 }
 
 /// Page `node`'s low fence (`low`) or high fence, `None` when unbounded.

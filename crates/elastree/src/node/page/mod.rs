@@ -11,6 +11,7 @@
 //! * `split.rs`: the split point and short separators of section II-C, splits, merges and
 //!   growth;
 //! * `image.rs`: pages built whole from sorted entries and never edited (the Bw-tree's);
+//! * `patch.rs`: such a page rebuilt with a few changes, its entries moved without decoding;
 //! * `check.rs`: the invariant walk.
 //!
 //! # Keys
@@ -38,6 +39,7 @@ mod edit;
 mod encode;
 mod image;
 mod layout;
+mod patch;
 mod policy;
 mod search;
 mod split;
@@ -53,8 +55,9 @@ use super::{NodeHeader, NodeRepr, SearchResult};
 pub use batch::PageBatch;
 use build::needed;
 pub use encode::MidWidth;
-pub use image::{fence, fence_cmp, fence_into, PageImage};
+pub use image::{fence, fence_cmp, fence_into, PageImage, PageView};
 use layout::{FenceSpots, Form, Page, NO_FENCE};
+pub use patch::{Edit, Patched};
 
 /// The largest bin a page may have: offsets and lengths are 16 bits.
 pub const MAX_BIN_BYTES: usize = u16::MAX as usize;

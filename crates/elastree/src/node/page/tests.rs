@@ -443,3 +443,129 @@ fn split_point_matches_its_definition() {
         });
     }
 }
+
+#[test]
+fn patches_equal_pages_built_from_the_changed_entries() {
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let alphabet = [0u8, 1, 2, 3, 7, 8, 0x61, 0xff];
+    let (mut patched, mut declined) = (0, 0);
+    for round in 0..400 {
+        let mid = if round % 4 < 2 {
+            MidWidth::Four
+        } else {
+            MidWidth::Eight
+        };
+        let with_tid = round % 3 == 0;
+        let config = PageConfig::new((64, 64), (2048, 2048), 60, (with_tid, true, mid));
+        let shared: Vec<u8> = (0..rng.gen_range(0..30))
+            .map(|_| alphabet[rng.gen_range(0..8)])
+            .collect();
+        let draw = |rng: &mut rand::rngs::StdRng| {
+            // Now and then a key outside the shared prefix.
+            let cut = match rng.gen_range(0..20) {
+                0 => rng.gen_range(0..=shared.len()),
+                _ => shared.len(),
+            };
+            let mut key = shared[..cut].to_vec();
+            key.extend((0..rng.gen_range(0..14)).map(|_| alphabet[rng.gen_range(0..8)]));
+            (key, if with_tid { rng.gen_range(0..3) } else { 0 })
+        };
+        let mut entries: BTreeMap<(Vec<u8>, u64), u64> = BTreeMap::new();
+        for v in 0..rng.gen_range(1..50) {
+            entries.insert(draw(&mut rng), v);
+        }
+        let fence_key = |key: &[u8], tid: u64| VarKey {
+            bytes: key.to_vec(),
+            tid: with_tid.then_some(tid),
+        };
+        let low = fence_key(&[], 0);
+        let high = fence_key(&[0xff; 16], 9);
+        let fences = (Some(&low), Some(&high));
+        let build = |entries: &BTreeMap<(Vec<u8>, u64), u64>| {
+            let mut image = PageImage::default();
+            for ((key, tid), value) in entries {
+                image.push(key, *tid, *value);
+            }
+            let n = image.len();
+            image
+                .fits(&config, 0, 0..n, fences)
+                .then(|| image.build(&config, 0, 0..n, fences).0)
+        };
+        let Some(base) = build(&entries) else {
+            continue;
+        };
+        let mut changes: BTreeMap<(Vec<u8>, u64), Option<u64>> = BTreeMap::new();
+        for v in 0..rng.gen_range(0..8) {
+            let key = match rng.gen_range(0..3) {
+                // Replace or remove a key the page holds.
+                0 => entries
+                    .keys()
+                    .nth(rng.gen_range(0..entries.len()))
+                    .unwrap()
+                    .clone(),
+                _ => draw(&mut rng),
+            };
+            changes.insert(key, rng.gen_bool(0.7).then_some(100 + v));
+        }
+        let edits: Vec<Edit<'_>> = changes
+            .iter()
+            .map(|((key, tid), value)| Edit {
+                key,
+                tid: *tid,
+                value: *value,
+            })
+            .collect();
+        // SAFETY: built above, owned by this test.
+        let result = PageImage::default().patch(&config, unsafe { base.as_ref() }, &edits);
+        let mut expected = entries.clone();
+        for (key, value) in &changes {
+            match value {
+                Some(v) => expected.insert(key.clone(), *v),
+                None => expected.remove(key),
+            };
+        }
+        let Some(result) = result else {
+            declined += 1;
+            free(&config, &[base]);
+            continue;
+        };
+        patched += 1;
+        // SAFETY: as above.
+        let node = unsafe { result.node.as_ref() };
+        PageRepr::check_node(node, &config).unwrap();
+        assert_eq!(result.count, expected.len());
+        assert_eq!(result.size, Page::bytes_of(node));
+        let got: Vec<((Vec<u8>, u64), u64)> = (0..node.count())
+            .map(|i| {
+                let key = PageRepr::key_at(node, &config, i);
+                let value = PageRepr::value_at(node, &config, i);
+                ((key.bytes, key.tid.unwrap_or(0)), value)
+            })
+            .collect();
+        let want: Vec<((Vec<u8>, u64), u64)> = expected.clone().into_iter().collect();
+        assert_eq!(got, want, "round {round}");
+        assert_eq!(fence(node, &config, true), Some(low.clone()));
+        assert_eq!(fence(node, &config, false), Some(high.clone()));
+        for ((key, tid), value) in &expected {
+            let hit = PageRepr::search(node, &config, VarProbe::new(key, with_tid.then_some(*tid)));
+            assert!(hit.found, "round {round}: {key:?}");
+            assert_eq!(PageRepr::value_at(node, &config, hit.pos), *value);
+        }
+        // Exactly the bytes a page built from the same entries takes, under the same prefix.
+        let rebuilt = build(&expected).expect("the patched entries fit");
+        // SAFETY: as above.
+        let rebuilt_ref = unsafe { rebuilt.as_ref() };
+        if Page::of(rebuilt_ref, config.form).meta().prefix_len
+            == Page::of(node, config.form).meta().prefix_len
+        {
+            assert_eq!(result.size, Page::bytes_of(rebuilt_ref), "round {round}");
+        }
+        free(&config, &[base, result.node, rebuilt]);
+    }
+    assert!(
+        patched > 100 && declined > 10,
+        "{patched} patched, {declined} declined"
+    );
+}

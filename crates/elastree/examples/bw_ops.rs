@@ -1,0 +1,45 @@
+//! Instructions per insert and per lookup, for callgrind:
+//! `valgrind --tool=callgrind --toggle-collect='bw_ops::load' target/release/examples/bw_ops
+//! [keys] [kind]` (and `--toggle-collect='bw_ops::lookups'`), random 8-byte keys, one
+//! thread, default options; `kind` is any index kind (default bwtree), so the Bw-tree's
+//! counts can be set beside the B+-tree's.
+
+use elastree::{Index, IndexBuilder, IndexKind, KeyLen};
+
+/// A multiplicative hash: distinct, scattered 8-byte keys.
+fn key(i: u64) -> [u8; 8] {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes()
+}
+
+/// Inserts keys `0..n`.
+#[inline(never)]
+fn load(index: &dyn Index, n: u64) {
+    for i in 0..n {
+        index.insert(&key(i), i).expect("insert");
+    }
+}
+
+/// Looks every key up, in another order than the load's.
+#[inline(never)]
+fn lookups(index: &dyn Index, n: u64) -> u64 {
+    let mut hits = 0;
+    for i in (0..n).rev() {
+        hits += u64::from(index.get(&key(i)).expect("get") == Some(i));
+    }
+    hits
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: u64 = args.next().map_or(200_000, |a| a.parse().expect("keys"));
+    let kind: IndexKind = args
+        .next()
+        .map_or(IndexKind::BwTree, |a| a.parse().expect("an index kind"));
+    let index = IndexBuilder::new(kind)
+        .key_len(KeyLen::Fixed(8))
+        .build()
+        .expect("index");
+    load(&*index, n);
+    let hits = lookups(&*index, n);
+    println!("{kind:?}: {n} keys, {hits} hits");
+}

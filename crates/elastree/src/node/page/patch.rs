@@ -1,0 +1,233 @@
+//! Pages patched rather than rebuilt: a new page holding an immutable page's entries with a
+//! few sorted changes applied (the Bw-tree's consolidation of a chain of inserts and
+//! deletes). No key of the old page is decoded or compared: its prefix, fences, mid-keys
+//! and suffixes move as they are, and only the changed keys are located (one search each)
+//! and encoded. The page prefix is kept, so every changed key must start with it; the
+//! result has exactly the bytes it needs, like [`super::PageImage::build`]'s.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::ops::Range;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+
+use smallvec::SmallVec;
+
+use super::super::slotted::VarProbe;
+use super::super::NodeHeader;
+use super::build::{needed, partition};
+use super::layout::{FenceSpots, Meta, Mids, Page, INLINE_WORDS, NO_FENCE};
+use super::{alloc_page, PageConfig};
+
+/// One change to a page's entries: `key` (with `tid`, 0 unless the pages keep tids) gets
+/// `value`, inserted or replacing the key's, or is removed (`None`; nothing if absent).
+#[derive(Debug, Clone, Copy)]
+pub struct Edit<'a> {
+    /// The key bytes.
+    pub key: &'a [u8],
+    /// The tid (0 in unique trees).
+    pub tid: u64,
+    /// The new value, or `None` to remove the key.
+    pub value: Option<u64>,
+}
+
+/// A page built by [`patch`], unpublished.
+#[derive(Debug)]
+pub struct Patched {
+    /// The page.
+    pub node: NonNull<NodeHeader>,
+    /// Its size in bytes.
+    pub size: usize,
+    /// Its entries.
+    pub count: usize,
+}
+
+/// Where an edit goes in the old page: the position of its key (`found`) or of the first
+/// key above it, and its key's mid-key and the bytes the mid-key holds.
+struct Spot {
+    pos: usize,
+    found: bool,
+    mid: u64,
+    in_mid: usize,
+}
+
+/// Builds a page at `base`'s level holding `base`'s entries with `edits` applied (sorted by
+/// key and tid, each key once), `base`'s prefix and fences, and its bytes sized exactly as
+/// [`super::PageImage::build`] sizes a page. `base` does not change meanwhile (it is
+/// published and immutable, or not shared). `scratch` holds the new bin while it is laid
+/// out. `None`, with nothing allocated, when an edit's key does not start with the page
+/// prefix, when no entry would be left, or when the result would not fit one page (the
+/// caller then rebuilds from whole keys, and splits).
+pub(super) fn patch(
+    config: &PageConfig,
+    base: &NodeHeader,
+    edits: &[Edit<'_>],
+    scratch: &mut Vec<u8>,
+) -> Option<Patched> {
+    let form = config.form;
+    let from = Page::of(base, form);
+    let meta = from.meta();
+    let count = from.count();
+    let level = base.level();
+    let mut spots: SmallVec<[Spot; 16]> = SmallVec::with_capacity(edits.len());
+    // Entries and live bin bytes of the result.
+    let (mut new_count, mut bin) = (count, meta.live);
+    for edit in edits {
+        if from.against_prefix(meta, edit.key) != CmpOrdering::Equal {
+            return None;
+        }
+        let found = from.search(VarProbe::new(edit.key, form.with_tid.then_some(edit.tid)));
+        debug_assert!(
+            spots.last().is_none_or(|s| s.pos <= found.pos),
+            "edits out of order"
+        );
+        let rest = &edit.key[meta.prefix_len..];
+        let (mid, in_mid) = form.mid.encode(rest);
+        if found.found {
+            new_count -= 1;
+            bin -= from.suffix_at(found.pos).1;
+        }
+        if edit.value.is_some() {
+            new_count += 1;
+            bin += rest.len() - in_mid;
+        }
+        spots.push(Spot {
+            pos: found.pos,
+            found: found.found,
+            mid,
+            in_mid,
+        });
+    }
+    if new_count == 0
+        || new_count > config.max_entries(level)
+        || needed(new_count, bin, form) > config.max_bytes(level)
+    {
+        return None;
+    }
+    let bytes = needed(new_count, bin, form)
+        .max(needed(0, 0, form))
+        .next_multiple_of(8)
+        .min(config.max_bytes(level));
+    let (node, size) = alloc_page(config, level, bytes);
+    // SAFETY: freshly allocated, not yet shared.
+    let header = unsafe { node.as_ref() };
+    let cap = partition(bytes, new_count, bin, form, config.max_entries(level));
+    Page::set_shape(header, bytes, cap, form);
+    let to = Page::of(header, form);
+
+    // The new bin as `build::write` lays it out: the suffixes in entry order, the fences,
+    // the prefix, up to its end; `scratch` starts at the word that holds the first of them.
+    let start = to.bin_len - bin;
+    scratch.clear();
+    scratch.reserve(to.bin_len + 8);
+    scratch.resize(start % 8, 0);
+    let at = |image: &Vec<u8>| start + image.len() - start % 8;
+    let mut slot = 0;
+    let mut next = 0;
+    let copy = |range: Range<usize>, slot: &mut usize, image: &mut Vec<u8>| {
+        copy_run(&from, &to, range.clone(), *slot, image, start);
+        *slot += range.len();
+    };
+    for (edit, spot) in edits.iter().zip(&spots) {
+        copy(next..spot.pos.max(next), &mut slot, scratch);
+        next = next.max(spot.pos + usize::from(spot.found));
+        if let Some(value) = edit.value {
+            let suffix = &edit.key[meta.prefix_len + spot.in_mid..];
+            let offset = at(scratch);
+            scratch.extend_from_slice(suffix);
+            to.set_entry(slot, spot.mid, (offset, suffix.len()), edit.tid, value);
+            slot += 1;
+        }
+    }
+    copy(next..count, &mut slot, scratch);
+    debug_assert_eq!(slot, new_count);
+    let tid_bytes = if form.with_tid { 8 } else { 0 };
+    let moved = |(offset, len): (usize, usize), image: &mut Vec<u8>| match len {
+        NO_FENCE => (0, NO_FENCE),
+        _ => {
+            let new_offset = at(image);
+            from.bin.extend_into(offset, len + tid_bytes, image);
+            (new_offset, len)
+        }
+    };
+    let old_spots = from.fence_spots();
+    let spots = FenceSpots {
+        low: moved(old_spots.low, scratch),
+        high: moved(old_spots.high, scratch),
+    };
+    let prefix_offset = at(scratch);
+    from.bin
+        .extend_into(meta.prefix_offset, meta.prefix_len, scratch);
+    debug_assert_eq!(at(scratch), to.bin_len);
+    to.bin.store_words(start / 8, scratch);
+    for w in 0..INLINE_WORDS {
+        to.set_inline_word(w, from.inline_word(w));
+    }
+    to.set_fence_spots(spots);
+    to.set_meta(Meta {
+        prefix_len: meta.prefix_len,
+        prefix_offset,
+        top: bin,
+        live: bin,
+    });
+    header.set_count(new_count);
+    Some(Patched {
+        node,
+        size,
+        count: new_count,
+    })
+}
+
+/// Copies entries `range` of `from` to slots `slot..` of `to` (both of one tree, `to`
+/// unpublished), appending their suffixes to `image`, the new bin from byte `start` on
+/// (`image` starts at the word holding byte `start`). The vectors are copied element by
+/// element without decoding, and the suffixes a run at a time: entries whose suffixes lie
+/// back to back in the old bin (all of them in a page that `build::write` or `patch` laid
+/// out) are moved with one copy and their locations shifted.
+fn copy_run(
+    from: &Page<'_>,
+    to: &Page<'_>,
+    range: Range<usize>,
+    slot: usize,
+    image: &mut Vec<u8>,
+    start: usize,
+) {
+    let n = range.len();
+    if n == 0 {
+        return;
+    }
+    let dst = slot..slot + n;
+    match (from.mids, to.mids) {
+        (Mids::Four(a), Mids::Four(b)) => copy_slots(&a[range.clone()], &b[dst.clone()]),
+        (Mids::Eight(a), Mids::Eight(b)) => copy_slots(&a[range.clone()], &b[dst.clone()]),
+        _ => unreachable!("pages of one tree have one mid-key width"),
+    }
+    copy_slots(&from.values[range.clone()], &to.values[dst.clone()]);
+    if from.with_tid() {
+        copy_slots(&from.tids[range.clone()], &to.tids[dst.clone()]);
+    }
+    // Suffixes: `old` is where the current stretch of back-to-back suffixes starts in the old
+    // bin, `end` where it ends; `shift` maps its offsets to the new bin's.
+    let at = |image: &Vec<u8>| start + image.len() - start % 8;
+    let (first, _) = from.suffix_at(range.start);
+    let (mut old, mut end) = (first, first);
+    let mut new = at(image);
+    for (i, loc) in range.zip(&to.locs[dst]) {
+        let (offset, len) = from.suffix_at(i);
+        if offset != end {
+            from.bin.extend_into(old, end - old, image);
+            (old, new) = (offset, at(image));
+        }
+        let moved = new + (offset - old);
+        loc.store(((moved as u32) << 16) | len as u32, Ordering::Relaxed);
+        end = offset + len;
+    }
+    from.bin.extend_into(old, end - old, image);
+}
+
+/// Copies `src` into `dst` (of equal lengths), element by element.
+#[inline]
+fn copy_slots<T: super::layout::Slot>(src: &[T], dst: &[T]) {
+    for (s, d) in src.iter().zip(dst) {
+        d.set(s.get());
+    }
+}
