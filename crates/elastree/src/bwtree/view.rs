@@ -177,55 +177,75 @@ impl BwTree {
     }
 
     /// The end of a walk at base page `node`.
+    ///
+    /// A lookup or a route searches the page first and reads a fence only when the search
+    /// ends at an edge of the page: a probe with an entry of the page on each side lies
+    /// within the fences (the page's keys do), so a page is usually left without reading its
+    /// fences, which lie at the bin's end, on a line of their own.
     #[inline]
     fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
         let page = PageView::of(node, &self.config);
-        // A key the base page holds is the page's, as the chain read says (a base page holds
-        // keys of its own range only, and the deltas above it, which could have moved the
-        // key away or changed it, have been walked): found, the lookup needs no fence, and
-        // reads no bytes of the bin's end, where the fences are. (So do the walk's deltas.)
-        let searched = match (goal, probe.key) {
-            (Goal::Lookup, Some(key)) => {
-                let found = page.search(key.probe(self.pairs));
-                if found.found {
-                    return Step::Here(Some(page.value(found.pos)));
-                }
-                true
-            }
-            _ => false,
+        let key = match (goal, probe.key) {
+            (Goal::Lookup | Goal::Route, Some(key)) => key,
+            _ => return Self::at_fences(node, &page, probe, goal),
         };
-        if probe.past_fence(&page) {
+        let found = page.search(key.probe(self.pairs));
+        let count = page.count();
+        if goal == Goal::Lookup {
+            // A key the base page holds is the page's, as the chain read says (a base page
+            // holds keys of its own range only, and the deltas above it, which could have
+            // moved the key away or changed it, have been walked).
+            if found.found {
+                return Step::Here(Some(page.value(found.pos)));
+            }
+            // Not found: below every entry it may lie before the low fence, above every
+            // entry past the high fence.
+            if found.pos >= count && probe.past_fence(&page) {
+                return Step::Right(sibling(node), None);
+            }
+            if found.pos == 0 && probe.before_fence(&page) {
+                return Step::Restart;
+            }
+            return Step::Here(None);
+        }
+        // The child whose separator is the last one at or below the probe.
+        let index = if found.found && !probe.below {
+            Some(found.pos)
+        } else {
+            found.pos.checked_sub(1)
+        };
+        // Only a probe at or past the last separator can lie past the high fence.
+        if index.is_none_or(|i| i + 1 >= count) && probe.past_fence(&page) {
             return Step::Right(sibling(node), None);
         }
-        if probe.before_fence(&page) {
+        match index {
+            // Below the first separator (the low fence): the parent was stale.
+            None => Step::Restart,
+            Some(_) if count == 0 => Step::Restart,
+            Some(i) => Step::Child(page.value(i.min(count - 1))),
+        }
+    }
+
+    /// [`Self::at_base`] for a fence walk, or for a probe without a key (after every key):
+    /// the fences first.
+    fn at_fences<'g>(
+        node: &'g NodeHeader,
+        page: &PageView<'_>,
+        probe: Probe<'_>,
+        goal: Goal,
+    ) -> Step<'g> {
+        if probe.past_fence(page) {
+            return Step::Right(sibling(node), None);
+        }
+        if probe.before_fence(page) {
             return Step::Restart;
         }
         match goal {
-            Goal::Fences => Step::Here(None),
-            Goal::Lookup => {
-                debug_assert!(searched || probe.key.is_none());
-                Step::Here(None)
-            }
-            Goal::Route => {
-                let count = page.count();
-                let index = match probe.key {
-                    None => count.saturating_sub(1),
-                    Some(key) => {
-                        let found = page.search(key.probe(self.pairs));
-                        match found.found && !probe.below {
-                            true => found.pos,
-                            false => match found.pos.checked_sub(1) {
-                                Some(i) => i,
-                                None => return Step::Restart,
-                            },
-                        }
-                    }
-                };
-                if count == 0 {
-                    return Step::Restart;
-                }
-                Step::Child(page.value(index.min(count - 1)))
-            }
+            Goal::Fences | Goal::Lookup => Step::Here(None),
+            Goal::Route => match page.count() {
+                0 => Step::Restart,
+                count => Step::Child(page.value(count - 1)),
+            },
         }
     }
 
