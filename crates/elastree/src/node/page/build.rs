@@ -378,9 +378,24 @@ pub(super) fn copy_grown(
             from.value(i),
         );
     }
-    let spots = from.fence_spots();
-    let tid_bytes = if form.with_tid { 8 } else { 0 };
-    let moved = |(offset, len): (usize, usize), image: &mut Vec<u8>| match len {
+    finish_moved_bin(&from, &to, meta, meta.live, (start, image));
+    dst.set_count(count);
+}
+
+/// The end of a page copied or patched from page `from` into `to` with the same prefix:
+/// appends `from`'s fences and prefix to `image` (the new bin laid out from bin byte `start`
+/// on, its suffixes already in), stores the bin, and sets `to`'s inline prefix words, fence
+/// spots and meta (`meta` is `from`'s; `live`: the new bin's bytes, all of them live).
+pub(super) fn finish_moved_bin(
+    from: &Page<'_>,
+    to: &Page<'_>,
+    meta: Meta,
+    live: usize,
+    (start, image): (usize, &mut Vec<u8>),
+) {
+    let at = |image: &Vec<u8>| start + image.len() - start % 8;
+    let tid_bytes = if to.form.with_tid { 8 } else { 0 };
+    let mut moved = |(offset, len): (usize, usize)| match len {
         NO_FENCE => (0, NO_FENCE),
         _ => {
             let new_offset = at(image);
@@ -388,9 +403,10 @@ pub(super) fn copy_grown(
             (new_offset, len)
         }
     };
+    let old_spots = from.fence_spots();
     let spots = FenceSpots {
-        low: moved(spots.low, image),
-        high: moved(spots.high, image),
+        low: moved(old_spots.low),
+        high: moved(old_spots.high),
     };
     let prefix_offset = at(image);
     from.bin
@@ -403,10 +419,10 @@ pub(super) fn copy_grown(
     to.set_fence_spots(spots);
     to.set_meta(Meta {
         prefix_offset,
-        top: meta.live,
+        top: live,
+        live,
         ..meta
     });
-    dst.set_count(count);
 }
 
 /// Gives `node` a capacity of `cap` entries in place, its bin taking or giving the bytes the

@@ -14,8 +14,8 @@ use smallvec::SmallVec;
 
 use super::super::slotted::VarProbe;
 use super::super::NodeHeader;
-use super::build::{needed, partition};
-use super::layout::{FenceSpots, Meta, Mids, Page, INLINE_WORDS, NO_FENCE};
+use super::build::{finish_moved_bin, needed, partition};
+use super::layout::{Mids, Page};
 use super::{alloc_page, PageConfig};
 
 /// One change to a page's entries: `key` (with `tid`, 0 unless the pages keep tids) gets
@@ -140,35 +140,7 @@ pub(super) fn patch(
     }
     copy(next..count, &mut slot, scratch);
     debug_assert_eq!(slot, new_count);
-    let tid_bytes = if form.with_tid { 8 } else { 0 };
-    let moved = |(offset, len): (usize, usize), image: &mut Vec<u8>| match len {
-        NO_FENCE => (0, NO_FENCE),
-        _ => {
-            let new_offset = at(image);
-            from.bin.extend_into(offset, len + tid_bytes, image);
-            (new_offset, len)
-        }
-    };
-    let old_spots = from.fence_spots();
-    let spots = FenceSpots {
-        low: moved(old_spots.low, scratch),
-        high: moved(old_spots.high, scratch),
-    };
-    let prefix_offset = at(scratch);
-    from.bin
-        .extend_into(meta.prefix_offset, meta.prefix_len, scratch);
-    debug_assert_eq!(at(scratch), to.bin_len);
-    to.bin.store_words(start / 8, scratch);
-    for w in 0..INLINE_WORDS {
-        to.set_inline_word(w, from.inline_word(w));
-    }
-    to.set_fence_spots(spots);
-    to.set_meta(Meta {
-        prefix_len: meta.prefix_len,
-        prefix_offset,
-        top: bin,
-        live: bin,
-    });
+    finish_moved_bin(&from, &to, meta, bin, (start, scratch));
     header.set_count(new_count);
     Some(Patched {
         node,
