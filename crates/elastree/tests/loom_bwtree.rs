@@ -101,6 +101,14 @@ fn holds_exactly(index: &dyn Index, keys: &[&[u64]]) {
     assert_eq!(index.len(), expected.len());
 }
 
+/// Runs the model `f` over the schedules with at most `bound` preemptions (unless
+/// `LOOM_MAX_PREEMPTIONS` sets another bound).
+fn with_preemptions(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = model.preemption_bound.or(Some(bound));
+    model.check(f);
+}
+
 /// Keys inserted before the threads start in the split scenarios, chains of two deltas:
 /// 1..=3 are consolidated into the root leaf, 4 and 5 are deltas on it, 6 makes the chain
 /// too long and the root grows: an inner root over leaves [1, 2, 3] and [4, 5, 6]; 7 and 8
@@ -157,9 +165,7 @@ fn a_split_racing_an_insert_into_its_right_half_loses_nothing() {
 #[test]
 fn inserts_crossing_an_unfinished_split_post_its_index_entry_once() {
     let _limit = time_limit();
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = model.preemption_bound.or(Some(1));
-    model.check(|| {
+    with_preemptions(1, || {
         const S: &[u64] = &[9];
         const A: &[u64] = &[10];
         const B: &[u64] = &[11];
@@ -180,9 +186,7 @@ fn inserts_crossing_an_unfinished_split_post_its_index_entry_once() {
 #[test]
 fn the_roots_growth_racing_an_insert_loses_nothing() {
     let _limit = time_limit();
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = model.preemption_bound.or(Some(3));
-    model.check(|| {
+    with_preemptions(3, || {
         const BEFORE: &[u64] = &[1, 2, 3, 4, 5];
         const A: &[u64] = &[6];
         const B: &[u64] = &[0];
@@ -206,9 +210,7 @@ fn the_roots_growth_racing_an_insert_loses_nothing() {
 #[test]
 fn an_index_entry_posted_to_a_parent_that_splits_does_not_wait() {
     let _limit = time_limit();
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = model.preemption_bound.or(Some(3));
-    model.check(|| {
+    with_preemptions(3, || {
         const BEFORE: &[u64] = &[10, 20, 30, 40, 50, 60, 70, 80, 90, 55];
         const A: &[u64] = &[56];
         const B: &[u64] = &[100];

@@ -333,6 +333,18 @@ impl BwTree {
                 *last = Last::Base;
             }
         };
+        // A delta's own entry, between the base runs below and above its key (a delete only
+        // hides the base entry it matches).
+        let delta_entry = |d: &'g Delta,
+                           visited: &mut usize,
+                           last: &mut Last<'g>,
+                           visit: &mut dyn FnMut(&[u8], u64)| {
+            if d.kind() == Kind::Insert {
+                visit(d.key().bytes, d.value());
+                *visited += 1;
+                *last = Last::Delta(d);
+            }
+        };
         if ascending {
             let mut at = start;
             for &d in deltas.iter() {
@@ -345,11 +357,7 @@ impl BwTree {
                 if visited == limit {
                     break;
                 }
-                if d.kind() == Kind::Insert {
-                    visit(d.key().bytes, d.value());
-                    visited += 1;
-                    last = Last::Delta(d);
-                }
+                delta_entry(d, &mut visited, &mut last, visit);
                 at = (pos + usize::from(found.found && found.pos == pos)).min(end);
             }
             if visited < limit {
@@ -368,11 +376,7 @@ impl BwTree {
                 if visited == limit {
                     break;
                 }
-                if d.kind() == Kind::Insert {
-                    visit(d.key().bytes, d.value());
-                    visited += 1;
-                    last = Last::Delta(d);
-                }
+                delta_entry(d, &mut visited, &mut last, visit);
                 at = pos;
             }
             if visited < limit {
