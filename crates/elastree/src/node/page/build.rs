@@ -378,35 +378,64 @@ pub(super) fn copy_grown(
             from.value(i),
         );
     }
-    finish_moved_bin(&from, &to, meta, meta.live, (start, image));
+    finish_moved_bin(
+        &from,
+        &to,
+        meta,
+        meta.live,
+        (start, image),
+        [FenceFrom::Old; 2],
+    );
     dst.set_count(count);
 }
 
-/// The end of a page copied or patched from page `from` into `to` with the same prefix:
-/// appends `from`'s fences and prefix to `image` (the new bin laid out from bin byte `start`
-/// on, its suffixes already in), stores the bin, and sets `to`'s inline prefix words, fence
-/// spots and meta (`meta` is `from`'s; `live`: the new bin's bytes, all of them live).
+/// Where the fence of a page moved from another comes from.
+#[derive(Clone, Copy)]
+pub(super) enum FenceFrom<'a> {
+    /// The old page's fence, moved.
+    Old,
+    /// A new fence (`None`: unbounded), as a split sets the separator.
+    New(Option<&'a VarKey>),
+}
+
+/// The end of a page copied, patched or split off from page `from` into `to` with the same
+/// prefix: appends the low and high fences (`fences`) and `from`'s prefix to `image` (the
+/// new bin laid out from bin byte `start` on, its suffixes already in), stores the bin, and
+/// sets `to`'s inline prefix words, fence spots and meta (`meta` is `from`'s; `live`: the
+/// new bin's bytes, all of them live).
 pub(super) fn finish_moved_bin(
     from: &Page<'_>,
     to: &Page<'_>,
     meta: Meta,
     live: usize,
     (start, image): (usize, &mut Vec<u8>),
+    fences: [FenceFrom<'_>; 2],
 ) {
     let at = |image: &Vec<u8>| start + image.len() - start % 8;
-    let tid_bytes = if to.form.with_tid { 8 } else { 0 };
-    let mut moved = |(offset, len): (usize, usize)| match len {
-        NO_FENCE => (0, NO_FENCE),
-        _ => {
+    let with_tid = to.form.with_tid;
+    let tid_bytes = if with_tid { 8 } else { 0 };
+    let old_spots = from.fence_spots();
+    let mut place = |fence: FenceFrom<'_>, (offset, len): (usize, usize)| match fence {
+        FenceFrom::Old if len == NO_FENCE => (0, NO_FENCE),
+        FenceFrom::Old => {
             let new_offset = at(image);
             from.bin.extend_into(offset, len + tid_bytes, image);
             (new_offset, len)
         }
+        FenceFrom::New(None) => (0, NO_FENCE),
+        FenceFrom::New(Some(key)) => {
+            let new_offset = at(image);
+            image.extend_from_slice(&key.bytes);
+            if with_tid {
+                image.extend_from_slice(&key.tid.unwrap_or(0).to_be_bytes());
+            }
+            (new_offset, key.bytes.len())
+        }
     };
-    let old_spots = from.fence_spots();
+    let [low, high] = fences;
     let spots = FenceSpots {
-        low: moved(old_spots.low),
-        high: moved(old_spots.high),
+        low: place(low, old_spots.low),
+        high: place(high, old_spots.high),
     };
     let prefix_offset = at(image);
     from.bin

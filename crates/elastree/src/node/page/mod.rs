@@ -10,6 +10,7 @@
 //! * `build.rs`: rebuilding a page from copied entries, and sizing pages;
 //! * `split.rs`: the split point and short separators of section II-C, splits, merges and
 //!   growth;
+//! * `cut.rs`: leaf splits that move entries when the halves keep the page prefix;
 //! * `image.rs`: pages built whole from sorted entries and never edited (the Bw-tree's);
 //! * `patch.rs`: such a page rebuilt with a few changes, its entries moved without decoding;
 //! * `check.rs`: the invariant walk.
@@ -35,6 +36,7 @@
 mod batch;
 mod build;
 mod check;
+mod cut;
 mod edit;
 mod encode;
 mod image;

@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 
 use super::super::slotted::VarProbe;
 use super::super::NodeHeader;
-use super::build::{finish_moved_bin, needed, partition};
+use super::build::{finish_moved_bin, needed, partition, FenceFrom};
 use super::layout::{Mids, Page};
 use super::{alloc_page, PageConfig};
 
@@ -140,7 +140,7 @@ pub(super) fn patch(
     }
     copy(next..count, &mut slot, scratch);
     debug_assert_eq!(slot, new_count);
-    finish_moved_bin(&from, &to, meta, bin, (start, scratch));
+    finish_moved_bin(&from, &to, meta, bin, (start, scratch), [FenceFrom::Old; 2]);
     header.set_count(new_count);
     Some(Patched {
         node,
@@ -155,7 +155,7 @@ pub(super) fn patch(
 /// element without decoding, and the suffixes a run at a time: entries whose suffixes lie
 /// back to back in the old bin (all of them in a page that `build::write` or `patch` laid
 /// out) are moved with one copy and their locations shifted.
-fn copy_run(
+pub(super) fn copy_run(
     from: &Page<'_>,
     to: &Page<'_>,
     range: Range<usize>,

@@ -8,6 +8,7 @@ use super::super::bytes::common_prefix;
 use super::super::slotted::VarKey;
 use super::super::NodeHeader;
 use super::build::{copy_grown, grown_bytes, needed, with_content, write, Content, GROWTH_DIVISOR};
+use super::cut::split_moved;
 use super::layout::Page;
 use super::{alloc_page, PageConfig};
 
@@ -16,23 +17,47 @@ use super::{alloc_page, PageConfig};
 /// 4 best).
 const SEPARATOR_WEIGHT: i64 = 4;
 
-/// Where to split entries `0..n` of `content` (`n >= 2`): the middle, or with short splits
-/// the point between the .33 and the .67 entry that maximizes `Saved(L|R) - 4 * TSize(L|R)`:
+/// The sorted keys a split point is chosen from: rebuilt entries ([`Content`]) or a page's
+/// own, read in place (`cut.rs`).
+pub(super) trait SplitKeys {
+    /// How many keys.
+    fn count(&self) -> usize;
+    /// Key `i`'s length in bytes.
+    fn key_len(&self, i: usize) -> usize;
+    /// How many bytes keys `i <= j` share from the start.
+    fn shared(&self, i: usize, j: usize) -> usize;
+}
+
+impl SplitKeys for Content {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn key_len(&self, i: usize) -> usize {
+        self.key(i).len()
+    }
+
+    fn shared(&self, i: usize, j: usize) -> usize {
+        common_prefix(self.key(i), self.key(j))
+    }
+}
+
+/// Where to split keys `0..n` of `keys` (`n >= 2`): the middle, or with short splits the
+/// point between the .33 and the .67 entry that maximizes `Saved(L|R) - 4 * TSize(L|R)`:
 /// the bytes the two halves' prefixes save, less four times the separator the parent gets
 /// (the shortest separator for a leaf, the entry that moves up for an inner node). Ties go to
 /// the point nearest the middle. The point is between 1 and `n - 1`.
-pub(super) fn choose_split(content: &Content, leaf: bool, short_splits: bool) -> usize {
-    let n = content.len();
+pub(super) fn choose_split(keys: &impl SplitKeys, leaf: bool, short_splits: bool) -> usize {
+    let n = keys.count();
     if !short_splits || n < 3 {
         return n / 2;
     }
-    let key = |i: usize| content.key(i);
     let (lo, hi) = ((n / 3).max(1), (2 * n).div_ceil(3).min(n - 1));
     // The keys are sorted, so two keys share the least prefix any two neighbours between
     // them share: the neighbours' shares around the candidates give every share a score
     // needs, each computed once. `adjacent[j]`: what keys `lo - 1 + j` and `lo + j` share.
     let adjacent: Vec<usize> = (lo - 1..hi.min(n - 2) + 1)
-        .map(|i| common_prefix(key(i), key(i + 1)))
+        .map(|i| keys.shared(i, i + 1))
         .collect();
     let adj = |i: usize| adjacent[i - (lo - 1)];
     // An inner split moves entry `at` up: it is in neither half.
@@ -43,16 +68,14 @@ pub(super) fn choose_split(content: &Content, leaf: bool, short_splits: bool) ->
     for at in (lo..=hi).rev() {
         let right = right_of(at);
         if right < n {
-            let share = shared.map_or_else(
-                || common_prefix(key(right), key(n - 1)),
-                |s: usize| s.min(adj(right)),
-            );
+            let share =
+                shared.map_or_else(|| keys.shared(right, n - 1), |s: usize| s.min(adj(right)));
             right_shared[at - lo] = share;
             shared = Some(share);
         }
     }
     // What the first key shares with the left half's last key (`at - 1`).
-    let mut left_shared = common_prefix(key(0), key(lo - 1));
+    let mut left_shared = keys.shared(0, lo - 1);
     let mut best = (lo, (i64::MIN, i64::MIN));
     for at in lo..=hi {
         if at > lo {
@@ -60,9 +83,9 @@ pub(super) fn choose_split(content: &Content, leaf: bool, short_splits: bool) ->
         }
         let saved = at * left_shared + (n - right_of(at)) * right_shared[at - lo];
         let term = if leaf {
-            (adj(at - 1) + 1).min(key(at).len())
+            (adj(at - 1) + 1).min(keys.key_len(at))
         } else {
-            key(at).len()
+            keys.key_len(at)
         };
         let off_middle = (at as i64 - (n / 2) as i64).abs();
         let score = (saved as i64 - SEPARATOR_WEIGHT * term as i64, -off_middle);
@@ -239,7 +262,8 @@ pub(super) fn fits_merge(
 
 /// The nodes that replace leaf `node` when it has no room: one larger page with its entries
 /// while it is below the largest page size, else two pages (split as `choose_split` says,
-/// each sized to its entries with room to grow) and the separator between them. Returns the
+/// each sized to its entries with room to grow; built by moving entries when both halves
+/// keep the page prefix, see `cut.rs`) and the separator between them. Returns the
 /// first page, the second with its separator, and their bytes. Write locks held.
 #[allow(clippy::type_complexity)]
 pub(super) fn replacement(
@@ -272,6 +296,10 @@ pub(super) fn replacement(
             // SAFETY: freshly allocated, not yet shared.
             copy_grown(node, unsafe { first.as_ref() }, config, content.image());
             return (first, None, size);
+        }
+        if let Some((first, separator, second, bytes)) = split_moved(&page, config, content.image())
+        {
+            return (first, Some((separator, second)), bytes);
         }
         content.load(&page, 0, count);
         content.load_fences(&page);

@@ -569,3 +569,207 @@ fn patches_equal_pages_built_from_the_changed_entries() {
         "{patched} patched, {declined} declined"
     );
 }
+
+#[test]
+fn page_keys_share_what_whole_keys_share() {
+    use super::super::bytes::common_prefix;
+    use super::cut::PageKeys;
+    use super::split::SplitKeys;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    // Small bytes (the mid-key encoding's markers), a shared stem, keys of every length up
+    // to 20, and equal keys with different tids.
+    let alphabet = [0u8, 1, 2, 3, 4, 7, 8, 0x61];
+    for round in 0..300 {
+        let mid = [MidWidth::Four, MidWidth::Eight][round % 2];
+        let with_tid = round % 3 == 0;
+        let config = PageConfig::new((64, 64), (4096, 4096), 40, (with_tid, true, mid));
+        let stem: Vec<u8> = (0..rng.gen_range(0..12))
+            .map(|_| alphabet[rng.gen_range(0..8)])
+            .collect();
+        let mut entries: Vec<(Vec<u8>, u64)> = (0..rng.gen_range(3..60))
+            .map(|_| {
+                let mut key = stem.clone();
+                key.extend((0..rng.gen_range(0..20)).map(|_| alphabet[rng.gen_range(0..8)]));
+                (key, if with_tid { rng.gen_range(0..3) } else { 0 })
+            })
+            .collect();
+        entries.sort();
+        entries.dedup();
+        let mut image = PageImage::default();
+        for (v, (key, tid)) in entries.iter().enumerate() {
+            image.push(key, *tid, v as u64);
+        }
+        let n = image.len();
+        let node = image.build(&config, 0, 0..n, (None, None)).0;
+        // SAFETY: built above, owned by this test.
+        let page = Page::of(unsafe { node.as_ref() }, config.form);
+        let keys = PageKeys::new(&page);
+        assert_eq!(keys.count(), n);
+        for i in 0..n {
+            assert_eq!(
+                keys.key_len(i),
+                entries[i].0.len(),
+                "round {round}, key {i}"
+            );
+            for j in i..n {
+                let want = common_prefix(&entries[i].0, &entries[j].0);
+                assert_eq!(
+                    keys.shared(i, j),
+                    want,
+                    "round {round}: {i} {j} {entries:?}"
+                );
+            }
+        }
+        with_content(|content: &mut Content| {
+            for (key, tid) in &entries {
+                content.push(key, *tid, 0);
+            }
+            for leaf in [true, false] {
+                assert_eq!(
+                    choose_split(&keys, leaf, true),
+                    choose_split(content, leaf, true)
+                );
+            }
+        });
+        free(&config, &[node]);
+    }
+}
+
+#[test]
+fn moved_splits_equal_splits_rebuilt_from_whole_keys() {
+    use super::super::bytes::common_prefix;
+    use super::split::shortest_separator;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let alphabet = [0u8, 1, 3, 7, 8, 0x61, 0x62, 0xff];
+    let (mut moved, mut rebuilt) = (0, 0);
+    for round in 0..60 {
+        let mid = [MidWidth::Four, MidWidth::Eight][round % 2];
+        let with_tid = round % 3 == 0;
+        let short_splits = round % 5 != 0;
+        let config = PageConfig::new((64, 64), (1024, 1024), 40, (with_tid, short_splits, mid));
+        // Keys share a stem; some rounds have keys in groups with stems of their own, so
+        // that a split between groups lengthens a half's prefix.
+        let stems: Vec<Vec<u8>> = (0..[1, 3][round % 2])
+            .map(|_| {
+                (0..rng.gen_range(0..10))
+                    .map(|_| alphabet[rng.gen_range(0..8)])
+                    .collect()
+            })
+            .collect();
+        let draw = |rng: &mut rand::rngs::StdRng| {
+            let mut key = stems[rng.gen_range(0..stems.len())].clone();
+            key.extend((0..rng.gen_range(1..24)).map(|_| alphabet[rng.gen_range(0..8)]));
+            (key, if with_tid { rng.gen_range(0..4) } else { 0 })
+        };
+        let mut node = empty(&config);
+        let mut fences: (Option<VarKey>, Option<VarKey>) = (None, None);
+        let mut value = 0;
+        for _ in 0..12 {
+            // Fill the page with keys within its fences, growing it while it is below the
+            // largest size, then split it and go on with one of its halves.
+            loop {
+                // SAFETY: owned by this test.
+                let leaf = unsafe { node.as_ref() };
+                let (key, tid) = draw(&mut rng);
+                let probe_key = VarKey {
+                    bytes: key.clone(),
+                    tid: with_tid.then_some(tid),
+                };
+                let within = fences.0.as_ref().is_none_or(|low| *low <= probe_key)
+                    && fences.1.as_ref().is_none_or(|high| probe_key < *high);
+                if !within {
+                    continue;
+                }
+                let probe = VarProbe::new(&key, with_tid.then_some(tid));
+                let hit = PageRepr::search(leaf, &config, probe);
+                if hit.found {
+                    continue;
+                }
+                if PageRepr::has_room(leaf, &config, Some(probe)) {
+                    PageRepr::insert_at(leaf, &config, hit.pos, probe, value);
+                    value += 1;
+                    continue;
+                }
+                if Page::bytes_of(leaf) == config.max_bytes(0) {
+                    break;
+                }
+                let (grown, second, _) = replacement(leaf, &config);
+                assert!(second.is_none());
+                free(&config, &[node]);
+                node = grown;
+            }
+            // SAFETY: owned by this test.
+            let leaf = unsafe { node.as_ref() };
+            let entries: Vec<(VarKey, u64)> = (0..leaf.count())
+                .map(|i| {
+                    (
+                        PageRepr::key_at(leaf, &config, i),
+                        PageRepr::value_at(leaf, &config, i),
+                    )
+                })
+                .collect();
+            let prefix_len = Page::of(leaf, config.form).meta().prefix_len;
+            let at = with_content(|content: &mut Content| {
+                for (key, v) in &entries {
+                    content.push(&key.bytes, key.tid.unwrap_or(0), *v);
+                }
+                choose_split(content, true, short_splits)
+            });
+            let halves_prefix = |range: std::ops::Range<usize>| {
+                common_prefix(
+                    &entries[range.start].0.bytes,
+                    &entries[range.end - 1].0.bytes,
+                )
+            };
+            if halves_prefix(0..at) == prefix_len && halves_prefix(at..entries.len()) == prefix_len
+            {
+                moved += 1;
+            } else {
+                rebuilt += 1;
+            }
+            let (left, second, _) = replacement(leaf, &config);
+            let (separator, right) = second.expect("a full largest page splits");
+            let want = shortest_separator(&entries[at - 1].0, entries[at].0.clone(), short_splits);
+            assert_eq!(separator, want, "round {round}");
+            // SAFETY: owned by this test.
+            let (l, r) = unsafe { (left.as_ref(), right.as_ref()) };
+            for (half, range) in [(l, 0..at), (r, at..entries.len())] {
+                PageRepr::check_node(half, &config).unwrap();
+                let got: Vec<(VarKey, u64)> = (0..half.count())
+                    .map(|i| {
+                        (
+                            PageRepr::key_at(half, &config, i),
+                            PageRepr::value_at(half, &config, i),
+                        )
+                    })
+                    .collect();
+                assert_eq!(got, entries[range.clone()], "round {round}");
+                // Every half has the longest prefix of its own keys.
+                assert_eq!(
+                    Page::of(half, config.form).meta().prefix_len,
+                    halves_prefix(range)
+                );
+            }
+            PageRepr::check_fences(l, &config, fences.0.as_ref(), Some(&separator)).unwrap();
+            PageRepr::check_fences(r, &config, Some(&separator), fences.1.as_ref()).unwrap();
+            free(&config, &[node]);
+            // Go on with one half.
+            if rng.gen_bool(0.5) {
+                free(&config, &[right]);
+                node = left;
+                fences.1 = Some(separator);
+            } else {
+                free(&config, &[left]);
+                node = right;
+                fences.0 = Some(separator);
+            }
+        }
+        free(&config, &[node]);
+    }
+    assert!(
+        moved > 100 && rebuilt > 20,
+        "{moved} moved, {rebuilt} rebuilt"
+    );
+}
