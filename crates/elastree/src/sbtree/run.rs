@@ -397,21 +397,31 @@ impl<K: SbKey> Run<K> {
     /// run's, then the late run's, each in position order, pushing to `starts` where each
     /// part ends (the next one's start).
     pub fn captured_entries(&self, out: &mut Vec<(K, u64)>, starts: &mut Vec<usize>) {
-        let n = self.head.captured().unwrap_or(0) as usize;
+        self.copy_append(0, self.head.captured().unwrap_or(0) as usize, out);
+        starts.push(out.len());
+        self.copy_late(0, self.late_head.captured().unwrap_or(0) as usize, out);
+        starts.push(out.len());
+    }
+
+    /// Appends the live entries among append entries `from..to` (captured ones, after the
+    /// drain) to `out`, in position order.
+    pub fn copy_append(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
         let w = entry_words::<K>();
-        let mut i = 0;
-        while i < n {
+        let mut i = from;
+        while i < to {
             // A block at a time; its words of dead bits, most of them zero.
             let block = self.blocks[self.block_of(i)].load(Ordering::Acquire);
-            let end = n.min(i + self.per_block);
+            let first = i & (self.per_block - 1);
+            let end = to.min(i - first + self.per_block);
             // SAFETY: as in `slot_words`: the block holds `per_block` entries of `w` words
-            // and `end - i <= per_block`.
-            let words =
-                unsafe { std::slice::from_raw_parts(block.cast::<AtomicU64>(), (end - i) * w) };
+            // and `first + (end - i) <= per_block`.
+            let words = unsafe {
+                std::slice::from_raw_parts(block.cast::<AtomicU64>().add(first * w), (end - i) * w)
+            };
             if self.any_dead(i, end) {
-                for j in i..end {
+                for (j, slot) in (i..end).zip(words.chunks_exact(w)) {
                     if !self.dead_bit(j) {
-                        out.push(load_entry(self.slot_words(block, j - i)));
+                        out.push(load_entry(slot));
                     }
                 }
             } else {
@@ -420,14 +430,16 @@ impl<K: SbKey> Run<K> {
             }
             i = end;
         }
-        starts.push(out.len());
-        let late = self.late_head.captured().unwrap_or(0) as usize;
+    }
+
+    /// Appends the live entries among late entries `from..to` (captured ones, after the
+    /// drain) to `out`, in position order.
+    pub fn copy_late(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
         out.extend(
-            (0..late)
+            (from..to)
                 .filter(|&j| !self.late_is_dead(j))
                 .map(|j| self.late_entry(j)),
         );
-        starts.push(out.len());
     }
 
     /// The largest captured position, dead entries included.

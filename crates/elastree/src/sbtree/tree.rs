@@ -406,14 +406,14 @@ impl<K: SbKey> SbTree<K> {
     /// It waits for the earlier conversions before it pins: a caller that is not pinned
     /// does not hold back the epoch while it waits.
     fn convert(&self, segment: &Segment<K>, next: &Segment<K>) {
-        let entries = segment.captured_entries(self.geo.pairs);
+        let mut entries = segment.captured(self.geo.pairs);
         let wait = SpinWait::new();
         while self.converted.load(Ordering::Acquire) + 1 != segment.seq {
             wait.wait();
         }
-        self.adapt_late_level(entries.len());
-        self.data.append(&entries, &epoch::pin());
-        self.counters.converted.add(entries.len() as isize);
+        self.adapt_late_level(entries.remaining());
+        let added = self.data.append(&mut entries, &epoch::pin());
+        self.counters.converted.add(added as isize);
         segment.converted.store(true, Ordering::Release);
         self.converted.store(segment.seq, Ordering::Release);
         next.prev.store(std::ptr::null_mut(), Ordering::Release);
