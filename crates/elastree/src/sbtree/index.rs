@@ -137,6 +137,9 @@ pub struct SbTreeIndex {
     unique: bool,
     max_key_len: usize,
     key_len: KeyLen,
+    /// A key length that passes [`check_key`] (the fixed length, when it is at most the
+    /// longest allowed; else `usize::MAX`): inserts of keys of that length skip the check.
+    valid_len: usize,
     stop: Arc<AtomicBool>,
     maintainer: Option<JoinHandle<()>>,
 }
@@ -203,6 +206,14 @@ impl SbTreeIndex {
             unique: options.unique,
             max_key_len: options.max_key_len,
             key_len: options.key_len,
+            valid_len: match options.key_len {
+                KeyLen::Fixed(n)
+                    if check_key(&vec![0; n], options.max_key_len, options.key_len).is_ok() =>
+                {
+                    n
+                }
+                _ => usize::MAX,
+            },
             stop,
             maintainer: Some(maintainer),
         })
@@ -293,8 +304,11 @@ impl Index for SbTreeIndex {
         self.max_key_len
     }
 
+    #[inline]
     fn insert(&self, key: &[u8], tid: u64) -> Result<Option<u64>, Error> {
-        self.check_key(key)?;
+        if key.len() != self.valid_len {
+            self.check_key(key)?;
+        }
         Ok(with_tree!(self, tree => tree.insert(SbKey::from_be_slice(key), tid)))
     }
 

@@ -151,6 +151,7 @@ impl<K: SbKey> Segment<K> {
             .add(Run::<K>::bytes(self.run_blocks, self.per_block, MAX_RUNS));
         let run = Box::into_raw(Box::new(Run::new(
             slot,
+            self.lower,
             self.run_blocks,
             self.per_block,
             MAX_RUNS,

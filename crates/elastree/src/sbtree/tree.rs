@@ -243,9 +243,12 @@ impl<K: SbKey> SbTree<K> {
         };
         // SAFETY: this thread owns the run it got from `run_in`.
         let owner = unsafe { run.owner() };
-        let inserted = if owner.last.is_none_or(|last| pos > last) {
-            if run.make_room(owner.count as usize, &self.res) {
-                owner.limit = run.room_end(owner.count as usize);
+        // Above the run's last append (any position in the segment before the first one).
+        let inserted = if owner.count == 0 || pos > owner.floor {
+            let c = owner.count as usize;
+            if run.make_room(c, &self.res) {
+                owner.limit = run.room_end(c);
+                owner.next = run.slot_ptr(c);
                 self.append(segment, run, owner, key, tid)
             } else {
                 Inserted::Full
