@@ -280,6 +280,12 @@ impl<K: SbKey> Run<K> {
         self.blocks[b].store(block.as_ptr(), Ordering::Release);
     }
 
+    /// Writes append entry `i` (tests: its block exists).
+    #[cfg(test)]
+    fn write_entry_for_test(&self, i: usize, key: K, tid: u64) {
+        store_entry(self.append_slot(i), key, tid);
+    }
+
     /// Owner, after [`Run::make_room`] for entry `c`: the first word of its slot (the
     /// entries of a block lie side by side, so the next one's is [`entry_words`] on).
     pub fn slot_ptr(&self, c: usize) -> *const AtomicU64 {
@@ -505,6 +511,29 @@ impl<K: SbKey> Run<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `find` finds every entry and ranks every position between entries, from the end of
+    /// the run back to its start and across blocks.
+    #[test]
+    fn find_finds_every_entry_and_ranks_every_gap() {
+        let res = Resources::new(4096);
+        let run = Run::<u64>::new(0, None, 3, 64, 1);
+        let n = 150;
+        for c in 0..n {
+            assert!(run.make_room(c, &res));
+            run.write_entry_for_test(c, 10 + 2 * c as u64, c as u64);
+        }
+        for len in [0, 1, 2, 63, 64, 65, n] {
+            for c in 0..len {
+                let key = 10 + 2 * c as u64;
+                assert_eq!(run.find(Pos::of(key, 0, false), len, false), Ok(c));
+                assert_eq!(run.find(Pos::of(key + 1, 0, false), len, false), Err(c + 1));
+            }
+            assert_eq!(run.find(Pos::of(0, 0, false), len, false), Err(0));
+            assert_eq!(run.find(Pos::of(u64::MAX, 0, false), len, false), Err(len));
+        }
+        run.free_blocks(&res);
+    }
 
     /// `any_dead` sees exactly the bits of its range, within a word and across words.
     #[test]
