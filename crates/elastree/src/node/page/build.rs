@@ -19,6 +19,7 @@ use super::encode::MidWidth;
 use super::layout::{
     FenceSpots, Form, Meta, Page, FIXED_BYTES, INLINE_BYTES, INLINE_WORDS, NO_FENCE,
 };
+use super::patch::copy_run;
 use super::PageConfig;
 
 /// How much room a new page gets beyond its contents: a half, so that a page split in two
@@ -365,19 +366,7 @@ pub(super) fn copy_grown(
     let start = to.bin_len - meta.live;
     image.clear();
     image.resize(start % 8, 0);
-    let at = |image: &Vec<u8>| start + image.len() - start % 8;
-    for i in 0..count {
-        let (offset, len) = from.suffix_at(i);
-        let new_offset = at(image);
-        from.bin.extend_into(offset, len, image);
-        to.set_entry(
-            i,
-            from.mid(i),
-            (new_offset, len),
-            from.tid(i),
-            from.value(i),
-        );
-    }
+    copy_run(&from, &to, 0..count, 0, image, start);
     finish_moved_bin(
         &from,
         &to,
