@@ -15,7 +15,8 @@ use crate::node::page::{MidWidth, PageConfig, MAX_PAGE_KEY_LEN};
 use crate::stats::KindStats;
 use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 
-/// Deltas a chain may hold before it is consolidated. Each delta a lookup passes is a
+/// Deltas a leaf's chain may hold before it is consolidated (inner pages are consolidated
+/// as soon as a delta lands on them: see `consolidate.rs`'s `INNER_CHAIN`). Each delta a lookup passes is a
 /// dependent cache miss (the profile of lookups after a load: most of the walk's time is the
 /// load of a delta's kind), each consolidation copies the page. Measured with
 /// `examples/bw_chain.rs` (1M random 8-byte keys, 2 threads, two runs, Mops/s load /
@@ -42,7 +43,7 @@ pub struct BwTreeOptions {
     /// [`PageOrganization::Base`] (slotted nodes) is refused: the Bw-tree's pages are
     /// always optimized pages.
     pub pages: PageOrganization,
-    /// Deltas a chain may hold before it is consolidated (default
+    /// Deltas a leaf's chain may hold before it is consolidated (default
     /// [`DEFAULT_CHAIN_LENGTH`]; 1 to 1000).
     pub chain_length: usize,
     /// The largest leaf page, in bytes (default 4096; 256 to 65536).

@@ -167,7 +167,8 @@ pub(crate) struct BwTree {
     config: PageConfig,
     /// Non-unique: every key carries its tid.
     pairs: bool,
-    /// A chain with more deltas than this is consolidated.
+    /// A leaf's chain with more deltas than this is consolidated (inner pages: see
+    /// `consolidate.rs`'s `INNER_CHAIN`).
     max_chain: u16,
     bytes: Arc<Bytes>,
     len: StripedCount,
