@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use smallvec::SmallVec;
 
-use super::delta::{Delta, Kind, Link, NewDelta, Target};
+use super::delta::{Delta, Kind, Link, NewDelta, Spot, Target};
 use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
@@ -260,6 +260,7 @@ impl BwTree {
                 key: d.key().bytes,
                 tid: d.key().tid,
                 value: (d.kind() != Kind::Delete).then(|| d.value()),
+                at: d.spot().get(),
             })
             .collect();
         let patched = image.patch(&self.config, base, &edits)?;
@@ -332,6 +333,7 @@ impl BwTree {
             key: Key::of(&separator),
             high: shape.high.as_ref().map(Key::of),
             value: right_id,
+            spot: Spot::UNKNOWN,
         };
         let delta = self.new_delta(&new, top);
         if !self.table.cas(id, top, delta) {
@@ -414,7 +416,7 @@ impl BwTree {
                     continue;
                 }
                 // The parent changed under the descent: look again.
-                Step::Here(_) | Step::Restart | Step::Left(_) => continue,
+                Step::Here(..) | Step::Restart | Step::Left(_) => continue,
             }
             // A page being merged away lost its entry on purpose (an Unlink on the parent,
             // then a Remove on the page, which stays until the Unlink is consolidated away):
@@ -435,6 +437,7 @@ impl BwTree {
                 key: separator,
                 high: split.high(),
                 value: child,
+                spot: Spot::UNKNOWN,
             };
             let delta = self.new_delta(&new, top);
             if self.table.cas(parent, top, delta) {

@@ -304,7 +304,7 @@ impl BwTree {
                     return (id, top);
                 }
                 match self.route(top, probe) {
-                    Step::Here(_) => continue 'restart,
+                    Step::Here(..) => continue 'restart,
                     Step::Child(child) => id = child,
                     Step::Right(right, split) => {
                         if let (true, Some(split)) = (help, split) {

@@ -1,8 +1,8 @@
 //! Pages patched rather than rebuilt: a new page holding an immutable page's entries with a
 //! few sorted changes applied (the Bw-tree's consolidation of a chain of inserts and
 //! deletes). No key of the old page is decoded or compared: its prefix, fences, mid-keys
-//! and suffixes move as they are, and only the changed keys are located (one search each)
-//! and encoded. The page prefix is kept, so every changed key must start with it; the
+//! and suffixes move as they are, and only the changed keys are located (one search each,
+//! unless the caller knows where they go) and encoded. The page prefix is kept, so every changed key must start with it; the
 //! result has exactly the bytes it needs, like [`super::PageImage::build`]'s.
 
 use std::cmp::Ordering as CmpOrdering;
@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use smallvec::SmallVec;
 
 use super::super::slotted::VarProbe;
-use super::super::NodeHeader;
+use super::super::{NodeHeader, SearchResult};
 use super::build::{finish_moved_bin, needed, partition};
 use super::layout::{Mids, Page};
 use super::{alloc_page, PageConfig};
@@ -28,6 +28,10 @@ pub struct Edit<'a> {
     pub tid: u64,
     /// The new value, or `None` to remove the key.
     pub value: Option<u64>,
+    /// What a search of the page for the key returns, if the caller knows it (its position,
+    /// and whether the key is there): the patch then does not search. A wrong position
+    /// makes a wrong page (never an out-of-bounds access).
+    pub at: Option<(usize, bool)>,
 }
 
 /// A page built by [`patch`], unpublished.
@@ -75,7 +79,13 @@ pub(super) fn patch(
         if from.against_prefix(meta, edit.key) != CmpOrdering::Equal {
             return None;
         }
-        let found = from.search(VarProbe::new(edit.key, form.with_tid.then_some(edit.tid)));
+        let found = match edit.at {
+            Some((pos, found)) => SearchResult {
+                pos: pos.min(count),
+                found: found && pos < count,
+            },
+            None => from.search(VarProbe::new(edit.key, form.with_tid.then_some(edit.tid))),
+        };
         debug_assert!(
             spots.last().is_none_or(|s| s.pos <= found.pos),
             "edits out of order"
