@@ -49,7 +49,7 @@ impl MidWidth {
 
     /// [`Self::encode`] of the remainder `key[at..]` (`at <= key.len()`), its first word read
     /// from the whole key (one load when the key has 8 bytes or more).
-    #[inline]
+    #[inline(always)]
     pub(super) fn encode_at(self, key: &[u8], at: usize) -> (u64, usize) {
         let len = key.len() - at;
         match self {

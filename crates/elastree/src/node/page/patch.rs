@@ -161,8 +161,8 @@ pub(super) fn patch(
 
 /// Copies entries `range` of `from` to slots `slot..` of `to` (both of one tree, `to`
 /// unpublished), appending their suffixes to `image`, the new bin from byte `start` on
-/// (`image` starts at the word holding byte `start`). The vectors are copied element by
-/// element without decoding, and the suffixes a run at a time: entries whose suffixes lie
+/// (`image` starts at the word holding byte `start`). The vectors are copied as memory,
+/// without decoding, and the suffixes a run at a time: entries whose suffixes lie
 /// back to back in the old bin (all of them in a page that `build::write` or `patch` laid
 /// out) are moved with one copy and their locations shifted.
 fn copy_run(
@@ -188,28 +188,42 @@ fn copy_run(
         copy_slots(&from.tids[range.clone()], &to.tids[dst.clone()]);
     }
     // Suffixes: `old` is where the current stretch of back-to-back suffixes starts in the old
-    // bin, `end` where it ends; `shift` maps its offsets to the new bin's.
+    // bin, `end` where it ends; `shift` moves its offsets to the new bin's, added to the
+    // location word as it is (offset in the high 16 bits, length in the low 16: adding
+    // `shift << 16` modulo 2^32 moves the offset and keeps the length, the moved offset
+    // being below 2^16).
     let at = |image: &Vec<u8>| start + image.len() - start % 8;
-    let (first, _) = from.suffix_at(range.start);
+    let (src, dst) = (&from.locs[range], &to.locs[dst]);
+    let first = (src[0].load(Ordering::Relaxed) >> 16) as usize;
     let (mut old, mut end) = (first, first);
-    let mut new = at(image);
-    for (i, loc) in range.zip(&to.locs[dst]) {
-        let (offset, len) = from.suffix_at(i);
+    let mut shift = (at(image) as u32).wrapping_sub(first as u32);
+    for (s, d) in src.iter().zip(dst) {
+        let word = s.load(Ordering::Relaxed);
+        let offset = (word >> 16) as usize;
         if offset != end {
             from.bin.extend_into(old, end - old, image);
-            (old, new) = (offset, at(image));
+            old = offset;
+            shift = (at(image) as u32).wrapping_sub(offset as u32);
         }
-        let moved = new + (offset - old);
-        loc.store(((moved as u32) << 16) | len as u32, Ordering::Relaxed);
-        end = offset + len;
+        d.store(word.wrapping_add(shift << 16), Ordering::Relaxed);
+        end = offset + (word & 0xffff) as usize;
     }
     from.bin.extend_into(old, end - old, image);
 }
 
-/// Copies `src` into `dst` (of equal lengths), element by element.
+/// Copies `src` into `dst` (of equal lengths) as one copy of their memory rather than element
+/// by element: `src` is a vector of the patched page, which no thread changes (see
+/// [`patch`]), and `dst` one of the page being built, which no other thread can reach yet,
+/// so no access of another thread races with the copy.
 #[inline]
 fn copy_slots<T: super::layout::Slot>(src: &[T], dst: &[T]) {
-    for (s, d) in src.iter().zip(dst) {
-        d.set(s.get());
+    assert_eq!(src.len(), dst.len(), "vectors of unequal lengths");
+    // SAFETY: both slices are valid for `len` elements and lie in different pages (no
+    // overlap); slots are atomics (`UnsafeCell`s of their word), so writing them through a
+    // pointer derived from a shared reference is allowed, and a plain copy of their bytes
+    // reads and writes the same values as `get` and `set` would, with no concurrent access
+    // to either (see above).
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_ptr() as *mut T, src.len());
     }
 }
