@@ -1,9 +1,9 @@
-//! Pages patched rather than rebuilt: a new page holding an immutable page's entries with a
-//! few sorted changes applied (the Bw-tree's consolidation of a chain of inserts and
-//! deletes). No key of the old page is decoded or compared: its prefix, fences, mid-keys
-//! and suffixes move as they are, and only the changed keys are located (one search each,
-//! unless the caller knows where they go) and encoded. The page prefix is kept, so every changed key must start with it; the
-//! result has exactly the bytes it needs, like [`super::PageImage::build`]'s.
+//! Pages patched rather than rebuilt: a new page holding an immutable page's entries with a few
+//! sorted changes applied (the Bw-tree's consolidation of a chain of inserts and deletes). No key
+//! of the old page is decoded or compared: its prefix, fences, mid-keys and suffixes move as they
+//! are, and only the changed keys are located (one search each, unless the caller knows where they
+//! go) and encoded. The page prefix is kept, so every changed key must start with it; the result
+//! has exactly the bytes it needs, like [`super::PageImage::build`]'s.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Range;
@@ -16,7 +16,7 @@ use super::super::slotted::VarProbe;
 use super::super::{NodeHeader, SearchResult};
 use super::build::{finish_moved_bin, needed, partition};
 use super::layout::{Mids, Page};
-use super::{alloc_page, PageConfig};
+use super::{alloc_built_page, PageConfig};
 
 /// One change to a page's entries: `key` (with `tid`, 0 unless the pages keep tids) gets
 /// `value`, inserted or replacing the key's, or is removed (`None`; nothing if absent).
@@ -117,7 +117,7 @@ pub(super) fn patch(
         .max(needed(0, 0, form))
         .next_multiple_of(8)
         .min(config.max_bytes(level));
-    let (node, size) = alloc_page(config, level, bytes);
+    let (node, size) = alloc_built_page(config, level, bytes);
     // SAFETY: freshly allocated, not yet shared.
     let header = unsafe { node.as_ref() };
     let cap = partition(bytes, new_count, bin, form, config.max_entries(level));
@@ -152,6 +152,7 @@ pub(super) fn patch(
     debug_assert_eq!(slot, new_count);
     finish_moved_bin(&from, &to, meta, bin, (start, scratch));
     header.set_count(new_count);
+    to.zero_unwritten();
     Some(Patched {
         node,
         size,
