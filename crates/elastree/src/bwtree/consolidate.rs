@@ -25,7 +25,7 @@ use super::shim::Guard;
 use super::table::PageId;
 use super::view::{Probe, Step};
 use super::{set_sibling, sibling, BwTree, NO_SIBLING, ROOT};
-use crate::node::page::{fence, fence_cmp, Edit, PageImage, PageRepr};
+use crate::node::page::{fence, fence_cmp, Edit, PageImage, PageRepr, PageView};
 use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
 
@@ -77,8 +77,8 @@ impl BwTree {
             self.config.max_bytes(level) * bases.len(),
         );
         // Newest first; a stable sort keeps the newest of a key first.
-        deltas.sort_by(|a, b| a.key().cmp(&b.key()));
-        deltas.dedup_by(|later, first| later.key() == first.key());
+        deltas.sort_by(|a, b| a.key().order(b.key()));
+        deltas.dedup_by(|later, first| later.key().same(first.key()));
         let mut entry = VarKey::default();
         let mut next = 0;
         let push_delta = |d: &Delta, image: &mut PageImage| {
@@ -86,23 +86,26 @@ impl BwTree {
                 image.push(d.key().bytes, d.key().tid, d.value());
             }
         };
+        // Each base page's layout is located once; keys compare word first (`Key::order`).
         for &(base, filter) in &bases {
-            for i in 0..PageRepr::count(base, &self.config) {
-                PageRepr::key_into(base, &self.config, i, &mut entry);
+            let page = PageView::of(base, &self.config);
+            for i in 0..page.count() {
+                page.key_into(i, &mut entry);
                 let key = Key::of(&entry);
-                while next < deltas.len() && deltas[next].key() < key {
+                let mut order = std::cmp::Ordering::Greater;
+                while next < deltas.len() {
+                    order = deltas[next].key().order(key);
+                    if order.is_ge() {
+                        break;
+                    }
                     push_delta(deltas[next], image);
                     next += 1;
                 }
-                if next < deltas.len() && deltas[next].key() == key {
+                if next < deltas.len() && order.is_eq() {
                     push_delta(deltas[next], image);
                     next += 1;
-                } else if filter.is_none_or(|f| key < f) {
-                    image.push(
-                        key.bytes,
-                        key.tid,
-                        PageRepr::value_at(base, &self.config, i),
-                    );
+                } else if filter.is_none_or(|f| key.order(f).is_lt()) {
+                    image.push(key.bytes, key.tid, page.value(i));
                 }
             }
         }
@@ -252,8 +255,8 @@ impl BwTree {
             }
         };
         // Newest first; a stable sort keeps the newest of a key first.
-        deltas.sort_by(|a, b| a.key().cmp(&b.key()));
-        deltas.dedup_by(|later, first| later.key() == first.key());
+        deltas.sort_by(|a, b| a.key().order(b.key()));
+        deltas.dedup_by(|later, first| later.key().same(first.key()));
         let edits: SmallVec<[Edit<'_>; 16]> = deltas
             .iter()
             .map(|d| Edit {

@@ -192,6 +192,12 @@ impl<'n> PageView<'n> {
         self.page.value(i)
     }
 
+    /// Entry `i`'s key (with its tid when the page keeps tids) into `out`, reusing its buffer.
+    #[inline]
+    pub fn key_into(&self, i: usize, out: &mut VarKey) {
+        self.page.var_key_into(i, out)
+    }
+
     /// How the low fence (`low`) or high fence compares with `(key, tid)` (the tid only when
     /// the page keeps tids): `None` when that side is unbounded.
     #[inline]
