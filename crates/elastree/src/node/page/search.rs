@@ -167,11 +167,16 @@ impl Page<'_> {
     #[inline(always)]
     fn search_mids<M: MidSlot>(&self, mids: &[M], probe: Remainder<'_>) -> SearchResult {
         let count = mids.len();
+        // Loop invariant: `lower + n <= count` (a step keeps `lower` and shrinks `n`, or moves
+        // `lower` up by `half` and shrinks `n` by as much), so `middle = lower + n / 2` is
+        // below `count` while `n >= 2`: the mid-keys are read without bounds checks (even a
+        // torn page's: `mids` is the vector clamped to the count, whatever the count read).
         let (mut lower, mut n) = (0, count);
         while n > PREFETCH_SPAN {
             let half = n / 2;
             let middle = lower + half;
-            let at = mids[middle].value();
+            // SAFETY: see the loop invariant above.
+            let at = unsafe { mids.get_unchecked(middle) }.value();
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
@@ -194,7 +199,8 @@ impl Page<'_> {
         while n > 1 {
             let half = n / 2;
             let middle = lower + half;
-            let at = mids[middle].value();
+            // SAFETY: see the loop invariant above.
+            let at = unsafe { mids.get_unchecked(middle) }.value();
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
