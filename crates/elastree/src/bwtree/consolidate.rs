@@ -460,7 +460,7 @@ impl BwTree {
         let (depth, level) = unsafe { (top.depth(), super::view::level_of(top)) };
         let limit = match level {
             Some(0) => self.max_chain,
-            _ => self.max_chain.min(INNER_CHAIN),
+            _ => INNER_CHAIN,
         };
         depth > limit && self.consolidate(id, top, guard)
     }
