@@ -19,15 +19,24 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use smallvec::SmallVec;
 
-use super::delta::{Delta, Kind, Link, NewDelta, Target};
+use super::delta::{Delta, Kind, Link, NewDelta, Spot, Target};
 use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
 use super::view::{Probe, Step};
 use super::{set_sibling, sibling, BwTree, NO_SIBLING, ROOT};
-use crate::node::page::{fence, fence_cmp, Edit, PageImage, PageRepr};
+use crate::node::page::{fence, fence_cmp, Edit, PageImage, PageRepr, PageView};
 use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
+
+/// Deltas an inner page's chain may hold before it is consolidated: none (a page that
+/// receives a delta is consolidated at once, unless another thread changes it first). An
+/// inner page changes once per split of a child but is passed by every operation below it,
+/// and each delta on it costs every walk a dependent load and a comparison or two: with
+/// inner pages taking the leaves' 4, lookups cost 2,270 instructions and inserts 5,608
+/// (`examples/bw_ops.rs` under callgrind, 200K random 8-byte keys); with 1, 1,949 and
+/// 5,537; with none, 1,915 and 5,525 (the consolidations cost less than the walks save).
+const INNER_CHAIN: u16 = 0;
 
 /// A chain's entry deltas, newest first (a chain's worth fits inline).
 type Deltas<'g> = SmallVec<[&'g Delta; 16]>;
@@ -68,8 +77,8 @@ impl BwTree {
             self.config.max_bytes(level) * bases.len(),
         );
         // Newest first; a stable sort keeps the newest of a key first.
-        deltas.sort_by(|a, b| a.key().cmp(&b.key()));
-        deltas.dedup_by(|later, first| later.key() == first.key());
+        deltas.sort_by(|a, b| a.key().order(b.key()));
+        deltas.dedup_by(|later, first| later.key().same(first.key()));
         let mut entry = VarKey::default();
         let mut next = 0;
         let push_delta = |d: &Delta, image: &mut PageImage| {
@@ -77,23 +86,26 @@ impl BwTree {
                 image.push(d.key().bytes, d.key().tid, d.value());
             }
         };
+        // Each base page's layout is located once; keys compare word first (`Key::order`).
         for &(base, filter) in &bases {
-            for i in 0..PageRepr::count(base, &self.config) {
-                PageRepr::key_into(base, &self.config, i, &mut entry);
+            let page = PageView::of(base, &self.config);
+            for i in 0..page.count() {
+                page.key_into(i, &mut entry);
                 let key = Key::of(&entry);
-                while next < deltas.len() && deltas[next].key() < key {
+                let mut order = std::cmp::Ordering::Greater;
+                while next < deltas.len() {
+                    order = deltas[next].key().order(key);
+                    if order.is_ge() {
+                        break;
+                    }
                     push_delta(deltas[next], image);
                     next += 1;
                 }
-                if next < deltas.len() && deltas[next].key() == key {
+                if next < deltas.len() && order.is_eq() {
                     push_delta(deltas[next], image);
                     next += 1;
-                } else if filter.is_none_or(|f| key < f) {
-                    image.push(
-                        key.bytes,
-                        key.tid,
-                        PageRepr::value_at(base, &self.config, i),
-                    );
+                } else if filter.is_none_or(|f| key.order(f).is_lt()) {
+                    image.push(key.bytes, key.tid, page.value(i));
                 }
             }
         }
@@ -243,14 +255,15 @@ impl BwTree {
             }
         };
         // Newest first; a stable sort keeps the newest of a key first.
-        deltas.sort_by(|a, b| a.key().cmp(&b.key()));
-        deltas.dedup_by(|later, first| later.key() == first.key());
+        deltas.sort_by(|a, b| a.key().order(b.key()));
+        deltas.dedup_by(|later, first| later.key().same(first.key()));
         let edits: SmallVec<[Edit<'_>; 16]> = deltas
             .iter()
             .map(|d| Edit {
                 key: d.key().bytes,
                 tid: d.key().tid,
                 value: (d.kind() != Kind::Delete).then(|| d.value()),
+                at: d.spot().get(),
             })
             .collect();
         let patched = image.patch(&self.config, base, &edits)?;
@@ -323,6 +336,7 @@ impl BwTree {
             key: Key::of(&separator),
             high: shape.high.as_ref().map(Key::of),
             value: right_id,
+            spot: Spot::UNKNOWN,
         };
         let delta = self.new_delta(&new, top);
         if !self.table.cas(id, top, delta) {
@@ -405,7 +419,7 @@ impl BwTree {
                     continue;
                 }
                 // The parent changed under the descent: look again.
-                Step::Here(_) | Step::Restart | Step::Left(_) => continue,
+                Step::Here(..) | Step::Restart | Step::Left(_) => continue,
             }
             // A page being merged away lost its entry on purpose (an Unlink on the parent,
             // then a Remove on the page, which stays until the Unlink is consolidated away):
@@ -426,6 +440,7 @@ impl BwTree {
                 key: separator,
                 high: split.high(),
                 value: child,
+                spot: Spot::UNKNOWN,
             };
             let delta = self.new_delta(&new, top);
             if self.table.cas(parent, top, delta) {
@@ -437,11 +452,16 @@ impl BwTree {
     }
 
     /// Consolidates page `id` after this thread installed `top` on it, if its chain is
-    /// longer than the limit; returns whether the page is now one to merge (see
+    /// longer than the limit of its level: the configured chain length for a leaf, none for
+    /// an inner page (see [`INNER_CHAIN`]); returns whether the page is now one to merge (see
     /// [`Self::consolidate`]).
     pub(super) fn maybe_consolidate(&self, id: PageId, top: Link, guard: &Guard) -> bool {
         // SAFETY: `top` was installed by this thread while pinned.
-        let long = unsafe { top.depth() } > self.max_chain;
-        long && self.consolidate(id, top, guard)
+        let (depth, level) = unsafe { (top.depth(), super::view::level_of(top)) };
+        let limit = match level {
+            Some(0) => self.max_chain,
+            _ => INNER_CHAIN,
+        };
+        depth > limit && self.consolidate(id, top, guard)
     }
 }

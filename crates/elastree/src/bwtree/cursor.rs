@@ -327,7 +327,7 @@ impl BwTree {
             match self.route(top, probe) {
                 Step::Child(child) => id = child,
                 Step::Right(right, _) => id = right,
-                Step::Here(_) | Step::Restart | Step::Left(_) => return None,
+                Step::Here(..) | Step::Restart | Step::Left(_) => return None,
             }
         }
     }
@@ -546,7 +546,7 @@ impl<'t> PrefixCursor<'t> {
                 match tree.route(top, probe) {
                     Step::Child(child) => id = child,
                     Step::Right(right, _) => id = right,
-                    Step::Here(_) | Step::Restart | Step::Left(_) => continue 'restart,
+                    Step::Here(..) | Step::Restart | Step::Left(_) => continue 'restart,
                 }
             }
             let (id, level) = best.unwrap_or((ROOT, 0));

@@ -6,8 +6,11 @@
 //! ```text
 //! 0   next      u64   the rest of the chain (a Link: a delta, or the base page)
 //! 8   kind      u8    Insert, Delete, Split, IndexEntry, Remove, Merge or Unlink
+//! 9   spot      u8    Insert and Delete: 0 unknown, 1 the key is absent from the base
+//!                     page and would go at `pos`, 2 it is there at `pos` (see [`Spot`])
 //! 10  level     u16   the page's level (0: leaf)
 //! 12  depth     u16   deltas from this one down to the base, this one included
+//! 14  pos       u16   Insert and Delete: the key's position in the base page (see `spot`)
 //! 16  key_len   u32   bytes of the key
 //! 20  high_len  u32   bytes of the high key, NO_HIGH for none (unbounded)
 //! 24  tid       u64   the key's tid (non-unique trees; 0 in unique ones)
@@ -20,7 +23,9 @@
 //!
 //! Invariants: a delta is immutable once published (installed by a compare-and-swap on its
 //! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
-//! `next`'s depth plus one (a base page's is 0). Insert, Delete, Remove and Merge appear
+//! `next`'s depth plus one (a base page's is 0); a known spot is what a search of the
+//! chain's base page for the delta's key returns (every delta of a chain was installed over
+//! that base page: consolidation replaces the whole chain). Insert, Delete, Remove and Merge appear
 //! only on leaves (only leaves are merged), IndexEntry and Unlink only on inner pages; Split,
 //! IndexEntry, Remove, Merge and Unlink carry the high key (the end of the range they move).
 //! A Remove is only ever the top of its page's chain (nothing is installed on it), and its
@@ -133,8 +138,10 @@ const NO_HIGH: u32 = u32::MAX;
 pub(super) struct Delta {
     next: Link,
     kind: Kind,
+    spot: u8,
     level: u16,
     depth: u16,
+    pos: u16,
     key_len: u32,
     high_len: u32,
     tid: u64,
@@ -145,6 +152,40 @@ pub(super) struct Delta {
 const _: () = assert!(std::mem::size_of::<Delta>() == 48);
 const _: () = assert!(std::mem::align_of::<Delta>() == 8);
 
+/// Where an Insert or Delete delta's key lies in the base page at the bottom of its chain,
+/// as the writer's walk found it there: consolidation patches that page (`node/page/patch.rs`)
+/// without searching it again for the key. Unknown when the walk ended at a delta (the
+/// key's newest state was above the base page) or the position does not fit 16 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Spot {
+    /// 0 unknown, 1 absent (`pos` is where the key would go), 2 found at `pos`.
+    state: u8,
+    pos: u16,
+}
+
+impl Spot {
+    /// No position known.
+    pub const UNKNOWN: Spot = Spot { state: 0, pos: 0 };
+
+    /// Position `pos` of a search of the base page, which found the key there or not.
+    #[inline]
+    pub fn at(pos: usize, found: bool) -> Spot {
+        match u16::try_from(pos) {
+            Ok(pos) => Spot {
+                state: 1 + u8::from(found),
+                pos,
+            },
+            Err(_) => Spot::UNKNOWN,
+        }
+    }
+
+    /// The position and whether the key is there, if known.
+    #[inline]
+    pub fn get(self) -> Option<(usize, bool)> {
+        (self.state != 0).then_some((usize::from(self.pos), self.state == 2))
+    }
+}
+
 /// A delta's contents, before it is allocated.
 pub(super) struct NewDelta<'a> {
     pub kind: Kind,
@@ -152,6 +193,9 @@ pub(super) struct NewDelta<'a> {
     pub key: Key<'a>,
     pub high: Option<Key<'a>>,
     pub value: u64,
+    /// Insert and Delete: the key's spot in the chain's base page ([`Spot::UNKNOWN`] for
+    /// other kinds).
+    pub spot: Spot,
 }
 
 impl Delta {
@@ -175,8 +219,10 @@ impl Delta {
             delta.as_ptr().write(Delta {
                 next,
                 kind: new.kind,
+                spot: new.spot.state,
                 level: new.level,
                 depth,
+                pos: new.spot.pos,
                 key_len: new.key.bytes.len() as u32,
                 high_len: new.high.map_or(NO_HIGH, |h| h.bytes.len() as u32),
                 tid: new.key.tid,
@@ -247,6 +293,15 @@ impl Delta {
     #[inline]
     pub fn kind(&self) -> Kind {
         self.kind
+    }
+
+    /// An Insert's or Delete's key's spot in the chain's base page.
+    #[inline]
+    pub fn spot(&self) -> Spot {
+        Spot {
+            state: self.spot,
+            pos: self.pos,
+        }
     }
 
     /// The page's level.

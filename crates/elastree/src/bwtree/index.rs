@@ -15,17 +15,17 @@ use crate::node::page::{MidWidth, PageConfig, MAX_PAGE_KEY_LEN};
 use crate::stats::KindStats;
 use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 
-/// Deltas a chain may hold before it is consolidated. Each delta a lookup passes is a
-/// dependent cache miss (the profile of lookups after a load: most of the walk's time is the
-/// load of a delta's kind), each consolidation copies the page. Measured with
-/// `examples/bw_chain.rs` (1M random 8-byte keys, 2 threads, two runs, Mops/s load /
-/// lookup): chain 2: 0.155 / 0.649 and 0.126 / 0.623; 4: 0.228 / 0.667 and 0.233 / 0.785;
-/// 8: 0.264 / 0.548 and 0.260 / 0.370; 16: 0.304 / 0.476 and 0.215 / 0.308. 4 gives the
-/// fastest lookups within 15% of the best load. Measured again once consolidation patched
-/// pages (four runs on a busy machine, as ratios to the B+-tree of the same run, load /
-/// lookup): chain 2: 0.36 / 0.73, 0.46 / 0.96, 0.28 / 0.75, 0.33 / 0.67; 4: 0.42 / 0.65,
-/// 0.57 / 0.61, 0.31 / 0.58, 0.38 / 0.58 (3 lies between). Chain 2 now gives about a
-/// quarter faster lookups for a seventh slower loads; 4 is kept, loads being the larger gap.
+/// Deltas a leaf's chain may hold before it is consolidated (inner pages are consolidated as soon
+/// as a delta lands on them: see `consolidate.rs`'s `INNER_CHAIN`). Each delta a lookup passes is a
+/// dependent cache miss (the profile of lookups after a load: most of the walk's time is the load
+/// of a delta's kind), each consolidation copies the page. Measured with `examples/bw_chain.rs` (1M
+/// random 8-byte keys, 2 threads, two runs, Mops/s load / lookup): chain 2: 0.155 / 0.649 and 0.126
+/// / 0.623; 4: 0.228 / 0.667 and 0.233 / 0.785; 8: 0.264 / 0.548 and 0.260 / 0.370; 16: 0.304 /
+/// 0.476 and 0.215 / 0.308. 4 gives the fastest lookups within 15% of the best load. Measured again
+/// once consolidation patched pages (four runs on a busy machine, as ratios to the B+-tree of the
+/// same run, load / lookup): chain 2: 0.36 / 0.73, 0.46 / 0.96, 0.28 / 0.75, 0.33 / 0.67; 4: 0.42 /
+/// 0.65, 0.57 / 0.61, 0.31 / 0.58, 0.38 / 0.58 (3 lies between). Chain 2 now gives about a quarter
+/// faster lookups for a seventh slower loads; 4 is kept, loads being the larger gap.
 pub const DEFAULT_CHAIN_LENGTH: usize = 4;
 
 /// Entries of a page when the shared options do not say (bounded by the page's bytes).
@@ -42,7 +42,7 @@ pub struct BwTreeOptions {
     /// [`PageOrganization::Base`] (slotted nodes) is refused: the Bw-tree's pages are
     /// always optimized pages.
     pub pages: PageOrganization,
-    /// Deltas a chain may hold before it is consolidated (default
+    /// Deltas a leaf's chain may hold before it is consolidated (default
     /// [`DEFAULT_CHAIN_LENGTH`]; 1 to 1000).
     pub chain_length: usize,
     /// The largest leaf page, in bytes (default 4096; 256 to 65536).

@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::shim::Guard;
 
-use super::delta::{Delta, Kind, NewDelta, Target};
+use super::delta::{Delta, Kind, NewDelta, Spot, Target};
 use super::key::Key;
 use super::table::PageId;
 use super::view::{level_of, Probe, Step};
@@ -73,6 +73,7 @@ impl BwTree {
             key: low,
             high,
             value: id,
+            spot: Spot::UNKNOWN,
         };
         let delta = self.new_delta(&new, top);
         if !self.table.cas(parent, top, delta) {
@@ -113,6 +114,7 @@ impl BwTree {
                 key: unlink.key(),
                 high: high.as_ref().map(Key::of),
                 value: id,
+                spot: Spot::UNKNOWN,
             };
             let delta = self.new_delta(&new, top);
             if self.table.cas(id, top, delta) {
@@ -142,7 +144,7 @@ impl BwTree {
                     continue 'find;
                 }
                 match self.covers(top, probe) {
-                    Step::Here(_) => break top,
+                    Step::Here(..) => break top,
                     Step::Right(right, split) => {
                         if let Some(split) = split {
                             self.help_split(0, split, guard);
@@ -172,6 +174,7 @@ impl BwTree {
                 key: low,
                 high: remove.high(),
                 value: remove.next().0 as u64,
+                spot: Spot::UNKNOWN,
             };
             let delta = self.new_delta(&new, top);
             if self.table.cas(left, top, delta) {

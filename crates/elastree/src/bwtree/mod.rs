@@ -167,7 +167,8 @@ pub(crate) struct BwTree {
     config: PageConfig,
     /// Non-unique: every key carries its tid.
     pairs: bool,
-    /// A chain with more deltas than this is consolidated.
+    /// A leaf's chain with more deltas than this is consolidated (inner pages: see
+    /// `consolidate.rs`'s `INNER_CHAIN`).
     max_chain: u16,
     bytes: Arc<Bytes>,
     len: StripedCount,
@@ -303,7 +304,7 @@ impl BwTree {
                     return (id, top);
                 }
                 match self.route(top, probe) {
-                    Step::Here(_) => continue 'restart,
+                    Step::Here(..) => continue 'restart,
                     Step::Child(child) => id = child,
                     Step::Right(right, split) => {
                         if let (true, Some(split)) = (help, split) {

@@ -227,11 +227,11 @@ impl BwTree {
                 return None;
             }
             match self.covers(top, probe) {
-                Step::Here(_) if !holds_merge(top) => return Some((id, top)),
+                Step::Here(..) if !holds_merge(top) => return Some((id, top)),
                 // The page absorbed its right sibling, whose chain hangs off a Merge delta:
                 // consolidate it, so that it reads as one page (reads walk one chain), and
                 // read it again.
-                Step::Here(_) => {
+                Step::Here(..) => {
                     self.consolidate(id, top, guard);
                 }
                 Step::Right(right, _) => id = right,

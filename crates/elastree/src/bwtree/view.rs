@@ -13,7 +13,7 @@
 
 use std::cmp::Ordering as CmpOrdering;
 
-use super::delta::{Delta, Kind, Link, Target};
+use super::delta::{Delta, Kind, Link, Spot, Target};
 use super::key::Key;
 use super::table::PageId;
 use super::{sibling, BwTree};
@@ -99,8 +99,9 @@ impl<'a> Probe<'a> {
 /// Where a walk ends.
 pub(super) enum Step<'g> {
     /// The page covers the probe (fence walks), or the key's value (leaf lookups: `Some`
-    /// present, `None` absent).
-    Here(Option<u64>),
+    /// present, `None` absent) with its spot in the base page (known when the walk read the
+    /// key's state there, not in a delta).
+    Here(Option<u64>, Spot),
     /// The probe is in child page `id` (inner pages).
     Child(PageId),
     /// The probe is right of this page: in `id`, the right sibling, reached through the
@@ -145,7 +146,7 @@ impl BwTree {
                                 && probe.key.is_some_and(|k| k.same(d.key())) =>
                         {
                             let value = (d.kind() == Kind::Insert).then(|| d.value());
-                            return Step::Here(value);
+                            return Step::Here(value, Spot::UNKNOWN);
                         }
                         Kind::IndexEntry
                             if goal == Goal::Route
@@ -196,7 +197,7 @@ impl BwTree {
             // holds keys of its own range only, and the deltas above it, which could have
             // moved the key away or changed it, have been walked).
             if found.found {
-                return Step::Here(Some(page.value(found.pos)));
+                return Step::Here(Some(page.value(found.pos)), Spot::at(found.pos, true));
             }
             // Not found: below every entry it may lie before the low fence, above every
             // entry past the high fence.
@@ -206,7 +207,7 @@ impl BwTree {
             if found.pos == 0 && probe.before_fence(&page) {
                 return Step::Restart;
             }
-            return Step::Here(None);
+            return Step::Here(None, Spot::at(found.pos, false));
         }
         // The child whose separator is the last one at or below the probe.
         let index = if found.found && !probe.below {
@@ -241,7 +242,7 @@ impl BwTree {
             return Step::Restart;
         }
         match goal {
-            Goal::Fences | Goal::Lookup => Step::Here(None),
+            Goal::Fences | Goal::Lookup => Step::Here(None, Spot::UNKNOWN),
             Goal::Route => match page.count() {
                 0 => Step::Restart,
                 count => Step::Child(page.value(count - 1)),

@@ -29,8 +29,8 @@ impl BwTree {
                 id = self.descend(Probe::at(key), 0, true, guard).0;
                 continue;
             }
-            let current = match self.lookup(top, key) {
-                Step::Here(value) => value,
+            let (current, spot) = match self.lookup(top, key) {
+                Step::Here(value, spot) => (value, spot),
                 Step::Right(right, split) => {
                     if let Some(split) = split {
                         self.help_split(0, split, guard);
@@ -62,6 +62,7 @@ impl BwTree {
                 key,
                 high: None,
                 value: change.unwrap_or(0),
+                spot,
             };
             let delta = self.new_delta(&new, top);
             if self.table.cas(id, top, delta) {
@@ -84,7 +85,7 @@ impl BwTree {
         let mut top = self.descend(Probe::at(key), 0, false, guard).1;
         loop {
             let id = match self.lookup(top, key) {
-                Step::Here(value) => return value,
+                Step::Here(value, _) => return value,
                 Step::Right(right, _) => right,
                 Step::Left(remove) => {
                     // The one write a reader makes: finishing a merge it would otherwise

@@ -123,6 +123,14 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 impl<'n> WordBytes<'n> {
+    /// Zeroes words `range` (clamped to the words held).
+    pub(crate) fn zero_words(&self, range: std::ops::Range<usize>) {
+        let end = range.end.min(self.words.len());
+        for word in &self.words[range.start.min(end)..end] {
+            word.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// The bytes held in `words` (with its pad word: see [`words_for`]).
     #[inline]
     pub(crate) fn new(words: &'n [AtomicU64]) -> Self {

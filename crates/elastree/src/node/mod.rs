@@ -36,7 +36,7 @@ pub mod seqtree;
 pub mod slotted;
 pub mod sorted;
 
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::cmp::Ordering as CmpOrdering;
 use std::fmt::Debug;
 use std::ptr::NonNull;
@@ -132,11 +132,28 @@ pub(crate) fn alloc_zeroed_node(layout: Layout, level: u16) -> (NonNull<NodeHead
     (node, layout.size())
 }
 
-/// Frees a node allocated by [`alloc_zeroed_node`]; returns its size.
+/// Allocates a node like [`alloc_zeroed_node`], but with the bytes after its header left
+/// uninitialized, for a representation that writes every byte it may read before the node
+/// is shared (the optimized pages that are built whole: `page::alloc_built_page`).
+pub(crate) fn alloc_uninit_node(layout: Layout, level: u16) -> (NonNull<NodeHeader>, usize) {
+    // SAFETY: every node layout has a non-zero size (at least the header).
+    let ptr = unsafe { alloc(layout) } as *mut NodeHeader;
+    let Some(node) = NonNull::new(ptr) else {
+        handle_alloc_error(layout)
+    };
+    // SAFETY: freshly allocated, aligned (node layouts are 8-aligned) and large enough for
+    // the header.
+    unsafe { node.as_ptr().write(NodeHeader::new(level)) };
+    (node, layout.size())
+}
+
+/// Frees a node allocated by [`alloc_zeroed_node`] or [`alloc_uninit_node`]; returns its
+/// size.
 ///
 /// # Safety
 ///
-/// `node` came from [`alloc_zeroed_node`] with this `layout`, and no reference to it remains.
+/// `node` came from [`alloc_zeroed_node`] or [`alloc_uninit_node`] with this `layout`, and no
+/// reference to it remains.
 pub(crate) unsafe fn free_node(node: NonNull<NodeHeader>, layout: Layout) -> usize {
     // SAFETY: the caller's guarantee.
     unsafe { dealloc(node.as_ptr() as *mut u8, layout) };

@@ -44,12 +44,17 @@ impl MidWidth {
     /// the mid-key holds (the suffix is the rest).
     #[inline]
     pub(super) fn encode(self, rest: &[u8]) -> (u64, usize) {
+        self.encode_at(rest, 0)
+    }
+
+    /// [`Self::encode`] of the remainder `key[at..]` (`at <= key.len()`), its first word read
+    /// from the whole key (one load when the key has 8 bytes or more).
+    #[inline(always)]
+    pub(super) fn encode_at(self, key: &[u8], at: usize) -> (u64, usize) {
+        let len = key.len() - at;
         match self {
-            MidWidth::Four => {
-                let (mid, held) = encode_word(key_word(rest, 0) >> 32, rest.len(), 4);
-                (mid, held)
-            }
-            MidWidth::Eight => encode_word(key_word(rest, 0), rest.len(), 8),
+            MidWidth::Four => encode_word(key_word(key, at) >> 32, len, 4),
+            MidWidth::Eight => encode_word(key_word(key, at), len, 8),
         }
     }
 

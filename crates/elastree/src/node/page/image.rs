@@ -12,7 +12,7 @@ use super::super::{NodeHeader, SearchResult};
 use super::build::{needed, write, Content};
 use super::layout::{Page, NO_FENCE};
 use super::split::{choose_split, shortest_separator};
-use super::{alloc_page, PageConfig};
+use super::{alloc_built_page, PageConfig};
 
 /// Sorted entries with the fences of the page (or pages) to be built from them. Entries are
 /// pushed in ascending (key, tid) order; the image keeps their bytes in one buffer.
@@ -102,9 +102,11 @@ impl PageImage {
             .max(needed(0, 0, config.form))
             .next_multiple_of(8)
             .min(config.max_bytes(level));
-        let (node, size) = alloc_page(config, level, bytes);
+        let (node, size) = alloc_built_page(config, level, bytes);
         // SAFETY: freshly allocated, not yet shared.
-        write(unsafe { node.as_ref() }, config, &mut self.content, range);
+        let header = unsafe { node.as_ref() };
+        write(header, config, &mut self.content, range);
+        Page::of(header, config.form).zero_unwritten();
         (node, size)
     }
 
@@ -188,6 +190,12 @@ impl<'n> PageView<'n> {
     #[inline]
     pub fn value(&self, i: usize) -> u64 {
         self.page.value(i)
+    }
+
+    /// Entry `i`'s key (with its tid when the page keeps tids) into `out`, reusing its buffer.
+    #[inline]
+    pub fn key_into(&self, i: usize, out: &mut VarKey) {
+        self.page.var_key_into(i, out)
     }
 
     /// How the low fence (`low`) or high fence compares with `(key, tid)` (the tid only when

@@ -376,6 +376,38 @@ impl<'n> Page<'n> {
         self.values[i].store(value, Ordering::Release);
     }
 
+    /// Zeroes what a build into an uninitialized page ([`super::alloc_built_page`]) left
+    /// unwritten once its shape, count, meta word and entries are set: the vector slots from
+    /// the count on, the bytes between the vectors and the fence word, the bin's words below
+    /// its first byte in use (the meta word's `live` bytes end the bin), and the pad word.
+    /// Every byte of the page is then initialized. The page is not shared yet.
+    pub fn zero_unwritten(&self) {
+        let count = self.count();
+        match self.mids {
+            Mids::Four(m) => zero_slots(&m[count..]),
+            Mids::Eight(m) => zero_slots(&m[count..]),
+        }
+        zero_slots(&self.locs[count..]);
+        zero_slots(&self.values[count..]);
+        zero_slots(&self.tids[count.min(self.tids.len())..]);
+        let slots = self.cap * self.form.slot_bytes();
+        let base = self.node as *const NodeHeader as *mut u8;
+        // SAFETY: the vectors end `slots` bytes after `VECTORS_AT` and the fence word starts
+        // at `VECTORS_AT + vector_bytes(cap)`, inside the page's allocation; the page is not
+        // shared, so nothing reads these bytes while they are written.
+        unsafe {
+            std::ptr::write_bytes(
+                base.add(VECTORS_AT + slots),
+                0,
+                self.form.vector_bytes(self.cap) - slots,
+            )
+        };
+        let start = self.bin_len.saturating_sub(self.meta().live);
+        self.bin.zero_words(0..start / 8);
+        self.bin
+            .zero_words(self.bin_len / 8..words_for(self.bin_len));
+    }
+
     /// Moves entries `from..count` one slot right (to make room at `from`). Write lock held;
     /// `count < cap`.
     #[inline]
@@ -435,6 +467,16 @@ impl Slot for AtomicU64 {
     #[inline(always)]
     fn set(&self, word: u64) {
         self.store(word, Ordering::Relaxed)
+    }
+}
+
+/// Zeroes every slot of `slots`.
+fn zero_slots<T: Slot>(slots: &[T])
+where
+    T::Word: Default,
+{
+    for slot in slots {
+        slot.set(T::Word::default());
     }
 }
 

@@ -1,9 +1,9 @@
-//! Pages patched rather than rebuilt: a new page holding an immutable page's entries with a
-//! few sorted changes applied (the Bw-tree's consolidation of a chain of inserts and
-//! deletes). No key of the old page is decoded or compared: its prefix, fences, mid-keys
-//! and suffixes move as they are, and only the changed keys are located (one search each)
-//! and encoded. The page prefix is kept, so every changed key must start with it; the
-//! result has exactly the bytes it needs, like [`super::PageImage::build`]'s.
+//! Pages patched rather than rebuilt: a new page holding an immutable page's entries with a few
+//! sorted changes applied (the Bw-tree's consolidation of a chain of inserts and deletes). No key
+//! of the old page is decoded or compared: its prefix, fences, mid-keys and suffixes move as they
+//! are, and only the changed keys are located (one search each, unless the caller knows where they
+//! go) and encoded. The page prefix is kept, so every changed key must start with it; the result
+//! has exactly the bytes it needs, like [`super::PageImage::build`]'s.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Range;
@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering;
 use smallvec::SmallVec;
 
 use super::super::slotted::VarProbe;
-use super::super::NodeHeader;
+use super::super::{NodeHeader, SearchResult};
 use super::build::{finish_moved_bin, needed, partition, FenceFrom};
 use super::layout::{Mids, Page};
-use super::{alloc_page, PageConfig};
+use super::{alloc_built_page, PageConfig};
 
 /// One change to a page's entries: `key` (with `tid`, 0 unless the pages keep tids) gets
 /// `value`, inserted or replacing the key's, or is removed (`None`; nothing if absent).
@@ -28,6 +28,10 @@ pub struct Edit<'a> {
     pub tid: u64,
     /// The new value, or `None` to remove the key.
     pub value: Option<u64>,
+    /// What a search of the page for the key returns, if the caller knows it (its position,
+    /// and whether the key is there): the patch then does not search. A wrong position
+    /// makes a wrong page (never an out-of-bounds access).
+    pub at: Option<(usize, bool)>,
 }
 
 /// A page built by [`patch`], unpublished.
@@ -75,7 +79,13 @@ pub(super) fn patch(
         if from.against_prefix(meta, edit.key) != CmpOrdering::Equal {
             return None;
         }
-        let found = from.search(VarProbe::new(edit.key, form.with_tid.then_some(edit.tid)));
+        let found = match edit.at {
+            Some((pos, found)) => SearchResult {
+                pos: pos.min(count),
+                found: found && pos < count,
+            },
+            None => from.search(VarProbe::new(edit.key, form.with_tid.then_some(edit.tid))),
+        };
         debug_assert!(
             spots.last().is_none_or(|s| s.pos <= found.pos),
             "edits out of order"
@@ -107,7 +117,7 @@ pub(super) fn patch(
         .max(needed(0, 0, form))
         .next_multiple_of(8)
         .min(config.max_bytes(level));
-    let (node, size) = alloc_page(config, level, bytes);
+    let (node, size) = alloc_built_page(config, level, bytes);
     // SAFETY: freshly allocated, not yet shared.
     let header = unsafe { node.as_ref() };
     let cap = partition(bytes, new_count, bin, form, config.max_entries(level));
@@ -142,6 +152,7 @@ pub(super) fn patch(
     debug_assert_eq!(slot, new_count);
     finish_moved_bin(&from, &to, meta, bin, (start, scratch), [FenceFrom::Old; 2]);
     header.set_count(new_count);
+    to.zero_unwritten();
     Some(Patched {
         node,
         size,
@@ -149,10 +160,10 @@ pub(super) fn patch(
     })
 }
 
-/// Copies entries `range` of `from` to slots `slot..` of `to` (both of one tree, `to`
-/// unpublished), appending their suffixes to `image`, the new bin from byte `start` on
-/// (`image` starts at the word holding byte `start`). The vectors are copied element by
-/// element without decoding, and the suffixes a run at a time: entries whose suffixes lie
+/// Copies entries `range` of `from` to slots `slot..` of `to` (both of one tree; `from` not
+/// changed by any thread meanwhile, `to` unpublished), appending their suffixes to `image`, the new bin from byte `start` on
+/// (`image` starts at the word holding byte `start`). The vectors are copied as memory,
+/// without decoding, and the suffixes a run at a time: entries whose suffixes lie
 /// back to back in the old bin (all of them in a page that `build::write` or `patch` laid
 /// out) are moved with one copy and their locations shifted.
 pub(super) fn copy_run(
@@ -178,28 +189,43 @@ pub(super) fn copy_run(
         copy_slots(&from.tids[range.clone()], &to.tids[dst.clone()]);
     }
     // Suffixes: `old` is where the current stretch of back-to-back suffixes starts in the old
-    // bin, `end` where it ends; `shift` maps its offsets to the new bin's.
+    // bin, `end` where it ends; `shift` moves its offsets to the new bin's, added to the
+    // location word as it is (offset in the high 16 bits, length in the low 16: adding
+    // `shift << 16` modulo 2^32 moves the offset and keeps the length, the moved offset
+    // being below 2^16).
     let at = |image: &Vec<u8>| start + image.len() - start % 8;
-    let (first, _) = from.suffix_at(range.start);
+    let (src, dst) = (&from.locs[range], &to.locs[dst]);
+    let first = (src[0].load(Ordering::Relaxed) >> 16) as usize;
     let (mut old, mut end) = (first, first);
-    let mut new = at(image);
-    for (i, loc) in range.zip(&to.locs[dst]) {
-        let (offset, len) = from.suffix_at(i);
+    let mut shift = (at(image) as u32).wrapping_sub(first as u32);
+    for (s, d) in src.iter().zip(dst) {
+        let word = s.load(Ordering::Relaxed);
+        let offset = (word >> 16) as usize;
         if offset != end {
             from.bin.extend_into(old, end - old, image);
-            (old, new) = (offset, at(image));
+            old = offset;
+            shift = (at(image) as u32).wrapping_sub(offset as u32);
         }
-        let moved = new + (offset - old);
-        loc.store(((moved as u32) << 16) | len as u32, Ordering::Relaxed);
-        end = offset + len;
+        d.store(word.wrapping_add(shift << 16), Ordering::Relaxed);
+        end = offset + (word & 0xffff) as usize;
     }
     from.bin.extend_into(old, end - old, image);
 }
 
-/// Copies `src` into `dst` (of equal lengths), element by element.
+/// Copies `src` into `dst` (of equal lengths) as one copy of their memory rather than element
+/// by element: `src` is a vector of a page that no thread changes meanwhile (a published
+/// Bw-tree page, see [`patch`], or a B+-tree page whose write lock the caller holds: other
+/// threads only read it), and `dst` one of the page being built, which no other thread can
+/// reach yet, so no access of another thread races with the copy.
 #[inline]
 fn copy_slots<T: super::layout::Slot>(src: &[T], dst: &[T]) {
-    for (s, d) in src.iter().zip(dst) {
-        d.set(s.get());
+    assert_eq!(src.len(), dst.len(), "vectors of unequal lengths");
+    // SAFETY: both slices are valid for `len` elements and lie in different pages (no
+    // overlap); slots are atomics (`UnsafeCell`s of their word), so writing them through a
+    // pointer derived from a shared reference is allowed, and a plain copy of their bytes
+    // reads and writes the same values as `get` and `set` would, with no concurrent access
+    // to either (see above).
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_ptr() as *mut T, src.len());
     }
 }

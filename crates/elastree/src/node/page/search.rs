@@ -25,9 +25,25 @@ const PREFETCH_SPAN: usize = 8;
 
 impl Page<'_> {
     /// How `key` compares with the page's keys through the prefix: `Equal` if it starts with
-    /// the prefix, `Less` if it sorts before every key that does, `Greater` if after.
-    #[inline]
+    /// the prefix, `Less` if it sorts before every key that does, `Greater` if after. A
+    /// prefix of at most 8 bytes (inner pages' and random keys' leaves' usually) is one
+    /// masked comparison of the header's first prefix word with the key's first word.
+    #[inline(always)]
     pub fn against_prefix(&self, meta: Meta, key: &[u8]) -> CmpOrdering {
+        let len = meta.prefix_len;
+        if len == 0 {
+            return CmpOrdering::Equal;
+        }
+        if len <= 8 && key.len() >= len {
+            let mask = top_bytes(len);
+            return (key_word(key, 0) & mask).cmp(&(self.inline_word(0) & mask));
+        }
+        self.against_long_prefix(meta, key)
+    }
+
+    /// [`Self::against_prefix`] word by word.
+    #[inline(never)]
+    fn against_long_prefix(&self, meta: Meta, key: &[u8]) -> CmpOrdering {
         let n = meta.prefix_len.min(key.len());
         let mut i = 0;
         while i < n {
@@ -128,13 +144,14 @@ impl Page<'_> {
             }
             CmpOrdering::Equal => {}
         }
-        let rest = &key[meta.prefix_len.min(key.len())..];
-        let (mid, in_mid) = self.form.mid.encode(rest);
-        let suffix = &rest[in_mid..];
+        // The remainder's words are read in place: a key of 8 bytes or more gives them with
+        // one load each.
+        let at = meta.prefix_len.min(key.len());
+        let (mid, in_mid) = self.form.mid.encode_at(key, at);
         let probe = Remainder {
             mid,
-            suffix,
-            head: key_word(suffix, 0),
+            suffix: &key[at + in_mid..],
+            head: key_word(key, at + in_mid),
             tid: probe.tid(),
         };
         match self.mids {
@@ -150,11 +167,16 @@ impl Page<'_> {
     #[inline(always)]
     fn search_mids<M: MidSlot>(&self, mids: &[M], probe: Remainder<'_>) -> SearchResult {
         let count = mids.len();
+        // Loop invariant: `lower + n <= count` (a step keeps `lower` and shrinks `n`, or moves
+        // `lower` up by `half` and shrinks `n` by as much), so `middle = lower + n / 2` is
+        // below `count` while `n >= 2`: the mid-keys are read without bounds checks (even a
+        // torn page's: `mids` is the vector clamped to the count, whatever the count read).
         let (mut lower, mut n) = (0, count);
         while n > PREFETCH_SPAN {
             let half = n / 2;
             let middle = lower + half;
-            let at = mids[middle].value();
+            // SAFETY: see the loop invariant above.
+            let at = unsafe { mids.get_unchecked(middle) }.value();
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {
@@ -177,7 +199,8 @@ impl Page<'_> {
         while n > 1 {
             let half = n / 2;
             let middle = lower + half;
-            let at = mids[middle].value();
+            // SAFETY: see the loop invariant above.
+            let at = unsafe { mids.get_unchecked(middle) }.value();
             if at != probe.mid {
                 lower = if probe.mid < at { lower } else { middle };
             } else {

@@ -515,6 +515,13 @@ fn patches_equal_pages_built_from_the_changed_entries() {
                 key,
                 tid: *tid,
                 value: *value,
+                // Every other round, the positions a search of the base page gives.
+                at: (round % 2 == 1).then(|| {
+                    // SAFETY: built above, owned by this test.
+                    let probe = VarProbe::new(key, with_tid.then_some(*tid));
+                    let hit = PageRepr::search(unsafe { base.as_ref() }, &config, probe);
+                    (hit.pos, hit.found)
+                }),
             })
             .collect();
         // SAFETY: built above, owned by this test.
