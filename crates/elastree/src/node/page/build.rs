@@ -340,7 +340,8 @@ pub(super) fn write(
     node.set_count(count);
 }
 
-/// Copies page `src` into `dst`, an unpublished page with room for `src`'s live bytes: the
+/// Copies page `src` into `dst`, an unpublished page with room for `src`'s live bytes
+/// (allocated by `alloc_built_page`: what the copy does not write is zeroed after it): the
 /// same prefix, entries and fences, its bytes re-partitioned between slots and bin, and the
 /// bin rewritten with the suffixes in key order and without dead bytes (inserts append
 /// suffixes where the bin has room, so a scan that reads neighbouring keys would otherwise
@@ -376,6 +377,7 @@ pub(super) fn copy_grown(
         [FenceFrom::Old; 2],
     );
     dst.set_count(count);
+    to.zero_unwritten();
 }
 
 /// Where the fence of a page moved from another comes from.

@@ -15,7 +15,7 @@ use std::ptr::NonNull;
 use super::super::bytes::shared_words;
 use super::super::slotted::VarKey;
 use super::super::NodeHeader;
-use super::alloc_page;
+use super::alloc_built_page;
 use super::build::{finish_moved_bin, grown_bytes, needed, partition, FenceFrom};
 use super::encode::MidWidth;
 use super::layout::{Page, NO_FENCE};
@@ -143,7 +143,7 @@ fn moved_half(
 ) -> (NonNull<NodeHeader>, usize) {
     let form = config.form;
     let count = range.len();
-    let (node, size) = alloc_page(config, 0, bytes);
+    let (node, size) = alloc_built_page(config, 0, bytes);
     // SAFETY: freshly allocated, not yet shared.
     let header = unsafe { node.as_ref() };
     let cap = partition(bytes, count, bin, form, config.max_entries(0));
@@ -155,5 +155,6 @@ fn moved_half(
     copy_run(from, &to, range, 0, image, start);
     finish_moved_bin(from, &to, from.meta(), bin, (start, image), fences);
     header.set_count(count);
+    to.zero_unwritten();
     (node, size)
 }

@@ -10,7 +10,7 @@ use super::super::NodeHeader;
 use super::build::{copy_grown, grown_bytes, needed, with_content, write, Content, GROWTH_DIVISOR};
 use super::cut::split_moved;
 use super::layout::Page;
-use super::{alloc_page, PageConfig};
+use super::{alloc_built_page, PageConfig};
 
 /// How much more the split point's separator weighs than the bytes the halves' prefixes
 /// save: every search that passes the parent compares it (the paper tried 2 to 8 and found
@@ -138,11 +138,13 @@ fn build_page(
     range: std::ops::Range<usize>,
     (low, high): (Option<VarKey>, Option<VarKey>),
 ) -> (NonNull<NodeHeader>, usize) {
-    let (node, size) = alloc_page(config, level, bytes);
+    let (node, size) = alloc_built_page(config, level, bytes);
     content.low = low;
     content.high = high;
     // SAFETY: freshly allocated, not yet shared.
-    write(unsafe { node.as_ref() }, config, content, range);
+    let header = unsafe { node.as_ref() };
+    write(header, config, content, range);
+    Page::of(header, config.form).zero_unwritten();
     (node, size)
 }
 
@@ -292,7 +294,7 @@ pub(super) fn replacement(
                     .next_multiple_of(64)
                     .min(max)
             };
-            let (first, size) = alloc_page(config, 0, bytes);
+            let (first, size) = alloc_built_page(config, 0, bytes);
             // SAFETY: freshly allocated, not yet shared.
             copy_grown(node, unsafe { first.as_ref() }, config, content.image());
             return (first, None, size);
