@@ -121,23 +121,26 @@ impl NodeHeader {
 /// size. Every representation allocates its nodes here: a zeroed node is a valid empty node
 /// of each of them (its fields are atomics, for which zero is a valid bit pattern).
 pub(crate) fn alloc_zeroed_node(layout: Layout, level: u16) -> (NonNull<NodeHeader>, usize) {
-    // SAFETY: every node layout has a non-zero size (at least the header).
-    let ptr = unsafe { alloc_zeroed(layout) } as *mut NodeHeader;
-    let Some(node) = NonNull::new(ptr) else {
-        handle_alloc_error(layout)
-    };
-    // SAFETY: freshly allocated, aligned (node layouts are 8-aligned) and large enough for
-    // the header.
-    unsafe { node.as_ptr().write(NodeHeader::new(level)) };
-    (node, layout.size())
+    alloc_node(layout, level, true)
 }
 
 /// Allocates a node like [`alloc_zeroed_node`], but with the bytes after its header left
 /// uninitialized, for a representation that writes every byte it may read before the node
 /// is shared (the optimized pages that are built whole: `page::alloc_built_page`).
 pub(crate) fn alloc_uninit_node(layout: Layout, level: u16) -> (NonNull<NodeHeader>, usize) {
+    alloc_node(layout, level, false)
+}
+
+/// A node of `layout` at `level` with its header written, its other bytes `zeroed` or not.
+fn alloc_node(layout: Layout, level: u16, zeroed: bool) -> (NonNull<NodeHeader>, usize) {
     // SAFETY: every node layout has a non-zero size (at least the header).
-    let ptr = unsafe { alloc(layout) } as *mut NodeHeader;
+    let ptr = unsafe {
+        if zeroed {
+            alloc_zeroed(layout)
+        } else {
+            alloc(layout)
+        }
+    } as *mut NodeHeader;
     let Some(node) = NonNull::new(ptr) else {
         handle_alloc_error(layout)
     };

@@ -147,12 +147,7 @@ pub(super) fn alloc_page(
     level: u16,
     bytes: usize,
 ) -> (NonNull<NodeHeader>, usize) {
-    debug_assert!(
-        bytes <= config.max_bytes(level),
-        "page of {bytes} bytes exceeds the largest"
-    );
-    let layout = Layout::from_size_align(bytes, 8).expect("page layout");
-    let (node, size) = super::alloc_zeroed_node(layout, level);
+    let (node, size) = allocate(config, level, bytes, true);
     // SAFETY: freshly allocated, not yet shared.
     let header = unsafe { node.as_ref() };
     let max_cap = config.form.max_cap(bytes);
@@ -169,8 +164,7 @@ pub(super) fn alloc_page(
 
 /// Allocates a page of `bytes` bytes at `level` for a build that lays out all of it before it is
 /// shared ([`PageImage::build`], [`patch`](patch::patch), the pages of a split and a grown
-/// page): only its header and shape word are
-/// written here (the size, a capacity of 0); the build sets the shape again, writes the meta word,
+/// page): only its header and shape word are written here (the size, a capacity of 0); the build sets the shape again, writes the meta word,
 /// the inline prefix words, the fence word, every vector slot below the count and the bin from its
 /// first byte in use, then [`Page::zero_unwritten`] zeroes the rest. Unlike [`alloc_page`]'s, the
 /// page's bytes are not zeroed first (a page is most of a consolidation's allocation, and the build
@@ -180,15 +174,30 @@ pub(super) fn alloc_built_page(
     level: u16,
     bytes: usize,
 ) -> (NonNull<NodeHeader>, usize) {
+    let (node, size) = allocate(config, level, bytes, false);
+    // SAFETY: freshly allocated, not yet shared.
+    Page::set_shape(unsafe { node.as_ref() }, bytes, 0, config.form);
+    (node, size)
+}
+
+/// A page of `bytes` bytes (at most the largest at `level`) with its header written, its
+/// other bytes `zeroed` or not.
+fn allocate(
+    config: &PageConfig,
+    level: u16,
+    bytes: usize,
+    zeroed: bool,
+) -> (NonNull<NodeHeader>, usize) {
     debug_assert!(
         bytes <= config.max_bytes(level),
         "page of {bytes} bytes exceeds the largest"
     );
     let layout = Layout::from_size_align(bytes, 8).expect("page layout");
-    let (node, size) = super::alloc_uninit_node(layout, level);
-    // SAFETY: freshly allocated, not yet shared.
-    Page::set_shape(unsafe { node.as_ref() }, bytes, 0, config.form);
-    (node, size)
+    if zeroed {
+        super::alloc_zeroed_node(layout, level)
+    } else {
+        super::alloc_uninit_node(layout, level)
+    }
 }
 
 /// The optimized page representation.
