@@ -14,8 +14,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use elastree::hybrid::MergeTrigger;
 use elastree::{
-    BTreeOptions, ElasticOptions, HybridOptions, Index, IndexBuilder, IndexKind, KeyLen,
-    PageOrganization, SeqTreeOptions, DEFAULT_MAX_KEY_LEN,
+    BTreeOptions, BwTreeOptions, ElasticOptions, HybridOptions, Index, IndexBuilder, IndexKind,
+    KeyLen, PageOrganization, SeqTreeOptions, DEFAULT_MAX_KEY_LEN,
 };
 use elastree_bench::cli::BenchArgs;
 use elastree_bench::repro::ReproArgs;
@@ -236,14 +236,16 @@ pub struct IndexArgs {
     #[arg(long, value_name = "ENTRIES")]
     pub min_merge: Option<usize>,
 
-    /// The btree kind: how nodes of variable-length keys are laid out (`prefix-split`, the
-    /// default: optimized pages with the keys' common prefix factored out, split for long
-    /// prefixes and short separators; `prefix`: the same pages split in the middle; `base`:
-    /// slotted nodes).
+    /// The btree and bwtree kinds: how nodes of variable-length keys are laid out
+    /// (`prefix-split`, the default: optimized pages with the keys' common prefix factored
+    /// out, split for long prefixes and short separators; `prefix`: the same pages split in
+    /// the middle; `base`: btree slotted nodes, bwtree pages of whole keys split in the
+    /// middle).
     #[arg(long, value_name = "ORGANIZATION", value_parser = page_organization_parser())]
     pub pages: Option<PageOrganization>,
 
-    /// The btree kind in optimized pages: bytes of a leaf and of an inner page (default 4K).
+    /// The btree kind in optimized pages and the bwtree kind: bytes of a leaf and of an
+    /// inner page (default 4K).
     #[arg(long, value_name = "BYTES", value_parser = elastree_bench::peers::parse_bytes)]
     pub page_bytes: Option<usize>,
 }
@@ -281,13 +283,20 @@ impl IndexArgs {
                 "--merge-ratio and --min-merge apply to the hybrid kinds only, not {kind}"
             ));
         }
-        if (self.pages.is_some() || self.page_bytes.is_some()) && kind != IndexKind::BTree {
+        if (self.pages.is_some() || self.page_bytes.is_some())
+            && !matches!(kind, IndexKind::BTree | IndexKind::BwTree)
+        {
             return Err(format!(
-                "--pages and --page-bytes apply to the btree kind only, not {kind}"
+                "--pages and --page-bytes apply to the btree and bwtree kinds only, not {kind}"
             ));
         }
-        if self.page_bytes.is_some() && self.pages == Some(PageOrganization::Base) {
-            return Err("--page-bytes applies to optimized pages, not --pages base".into());
+        if kind == IndexKind::BTree
+            && self.page_bytes.is_some()
+            && self.pages == Some(PageOrganization::Base)
+        {
+            return Err(
+                "--page-bytes applies to optimized pages, not the btree's --pages base".into(),
+            );
         }
         let builder = match kind {
             IndexKind::Elastic => {
@@ -313,6 +322,17 @@ impl IndexArgs {
                     pages: self.pages,
                     ..BTreeOptions::default()
                 };
+                if let Some(bytes) = self.page_bytes {
+                    options.leaf_page_bytes = bytes;
+                    options.inner_page_bytes = bytes;
+                }
+                IndexBuilder::new(options)
+            }
+            IndexKind::BwTree => {
+                let mut options = BwTreeOptions::default();
+                if let Some(pages) = self.pages {
+                    options.pages = pages;
+                }
                 if let Some(bytes) = self.page_bytes {
                     options.leaf_page_bytes = bytes;
                     options.inner_page_bytes = bytes;

@@ -811,6 +811,15 @@ const KINDS: &[&[&str]] = &[
     ],
     &["--index", "btree", "--pages", "base"],
     &["--index", "bwtree"],
+    // The Bw-tree's pages of whole keys, small so that they split and merge constantly.
+    &[
+        "--index",
+        "bwtree",
+        "--pages",
+        "base",
+        "--page-bytes",
+        "256",
+    ],
     // Fixed 8-byte keys only: the sessions draw `u64:` keys for it.
     &["--index", "sbtree"],
 ];
@@ -892,11 +901,11 @@ fn a_kinds_own_option_on_another_kind_is_refused() {
         ),
         (
             &["shell", "--index", "seqtree", "--pages", "prefix"],
-            "apply to the btree kind only",
+            "apply to the btree and bwtree kinds only",
         ),
         (
             &["shell", "--pages", "base", "--page-bytes", "4K"],
-            "not --pages base",
+            "not the btree's --pages base",
         ),
     ] {
         let output = run(args, b"len\n");

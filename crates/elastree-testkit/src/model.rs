@@ -173,6 +173,21 @@ pub fn bwtree_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
     })
 }
 
+/// The Bw-tree in pages of whole keys ([`PageOrganization::Base`]: no prefix factored out,
+/// splits in the middle), the smallest pages and chains of 2 deltas when `tiny`.
+pub fn bwtree_base_pages(builder: IndexBuilder, tiny: bool) -> IndexBuilder {
+    let mut options = elastree::BwTreeOptions {
+        pages: PageOrganization::Base,
+        ..elastree::BwTreeOptions::default()
+    };
+    if tiny {
+        options.chain_length = 2;
+        options.leaf_page_bytes = MIN_PAGE_BYTES;
+        options.inner_page_bytes = MIN_PAGE_BYTES;
+    }
+    builder.with_kind(options)
+}
+
 /// The B+-tree in slotted nodes for variable-length keys ([`PageOrganization::Base`]).
 pub fn base_pages(builder: IndexBuilder, _tiny: bool) -> IndexBuilder {
     builder.with_kind(BTreeOptions::default().pages(PageOrganization::Base))

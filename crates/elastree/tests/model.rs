@@ -8,8 +8,8 @@ use elastree::elastic::ElasticStats;
 use elastree::sbtree::SbTreeStats;
 use elastree::{IndexBuilder, IndexKind};
 use elastree_testkit::model::{
-    as_is, base_pages, builder, bwtree_pages, prefix_pages, prefix_split_pages, run_model_merging,
-    tiny, Built, Keys, Registry, Shape,
+    as_is, base_pages, builder, bwtree_base_pages, bwtree_pages, prefix_pages, prefix_split_pages,
+    run_model_merging, tiny, Built, Keys, Registry, Shape,
 };
 use elastree_testkit::time_limit;
 
@@ -203,6 +203,7 @@ model_tests! {
     hybrid: IndexKind::Hybrid, as_is;
     hybrid_compressed: IndexKind::HybridCompressed, as_is;
     bwtree: IndexKind::BwTree, bwtree_pages;
+    bwtree_base_pages: IndexKind::BwTree, bwtree_base_pages;
 }
 
 /// The SB-tree indexes fixed-width integer keys: its model tests run the integer key sets,

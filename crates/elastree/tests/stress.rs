@@ -14,8 +14,8 @@ use elastree::bwtree::BwTreeStats;
 use elastree::elastic::ElasticStats;
 use elastree::{Direction, Index, IndexKind, KeyLen};
 use elastree_testkit::model::{
-    all_pairs_by, as_is, assert_same_pairs, base_pages, builder, builder_levels, bwtree_pages,
-    prefix_pages, prefix_split_pages, scaled, settled_memory, Built, Registry, Shape,
+    all_pairs_by, as_is, assert_same_pairs, base_pages, builder, builder_levels, bwtree_base_pages,
+    bwtree_pages, prefix_pages, prefix_split_pages, scaled, settled_memory, Built, Registry, Shape,
 };
 use elastree_testkit::{time_limit, StopFlag};
 use rand::rngs::StdRng;
@@ -395,6 +395,23 @@ fn bwtree_tiny_pages_short_chains() {
         (true, KeyLen::Fixed(8), Enc::Fixed8),
     ] {
         run_shaped(IndexKind::BwTree, bwtree_pages, unique, key_len, true, enc);
+    }
+}
+
+/// The Bw-tree in pages of whole keys (no prefix, splits in the middle), smallest pages and
+/// chains of 2, variable-length keys with shared prefixes, unique and non-unique.
+#[test]
+fn bwtree_base_pages_tiny() {
+    let _limit = time_limit();
+    for unique in [true, false] {
+        run_shaped(
+            IndexKind::BwTree,
+            bwtree_base_pages,
+            unique,
+            KeyLen::Variable,
+            true,
+            Enc::Var,
+        );
     }
 }
 

@@ -242,7 +242,11 @@ impl Elastree {
         ),
         (
             IndexKind::BwTree,
-            &[PageOrganization::PrefixSplit, PageOrganization::Prefix],
+            &[
+                PageOrganization::PrefixSplit,
+                PageOrganization::Base,
+                PageOrganization::Prefix,
+            ],
         ),
     ];
 

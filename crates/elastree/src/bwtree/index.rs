@@ -37,10 +37,11 @@ const MAX_PAGE_BYTES: usize = 64 * 1024;
 /// The Bw-tree's own options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BwTreeOptions {
-    /// How base pages are organized: [`PageOrganization::Prefix`] or
-    /// [`PageOrganization::PrefixSplit`] (the default), both optimized pages;
-    /// [`PageOrganization::Base`] (slotted nodes) is refused: the Bw-tree's pages are
-    /// always optimized pages.
+    /// How base pages are organized: [`PageOrganization::PrefixSplit`] (the default) or
+    /// [`PageOrganization::Prefix`], optimized pages; or [`PageOrganization::Base`], the
+    /// same pages keeping whole keys (no prefix factored out, splits in the middle that
+    /// post whole keys; the mid-key vector stays, as the B+-tree's Base slotted node keeps
+    /// a head word per key), the paper's baseline for its page optimizations.
     pub pages: PageOrganization,
     /// Deltas a leaf's chain may hold before it is consolidated (default
     /// [`DEFAULT_CHAIN_LENGTH`]; 1 to 1000).
@@ -70,13 +71,6 @@ impl BwTreeOptions {
     fn validate(&self, options: &IndexOptions) -> Result<(), Error> {
         options.validate()?;
         let bad = |what: String| Err(Error::InvalidConfig(what));
-        if self.pages == PageOrganization::Base {
-            return bad(
-                "the bwtree kind builds optimized pages: use pages prefix or \
-                        prefix-split"
-                    .into(),
-            );
-        }
         if options.max_key_len > MAX_PAGE_KEY_LEN {
             return bad(format!(
                 "the bwtree kind takes keys of at most {MAX_PAGE_KEY_LEN} bytes, not {}",
@@ -144,7 +138,7 @@ impl BwTreeIndex {
     /// An empty index, or the option that cannot be honoured.
     pub fn new(options: &IndexOptions, own: &BwTreeOptions) -> Result<Self, Error> {
         own.validate(options)?;
-        let config = PageConfig::new(
+        let pages = PageConfig::new(
             (
                 options.leaf_capacity.unwrap_or(DEFAULT_CAPACITY),
                 options.inner_capacity.unwrap_or(DEFAULT_CAPACITY),
@@ -157,6 +151,10 @@ impl BwTreeIndex {
                 own.mid_key,
             ),
         );
+        let config = match own.pages {
+            PageOrganization::Base => pages.whole_keys(),
+            PageOrganization::Prefix | PageOrganization::PrefixSplit => pages,
+        };
         Ok(Self {
             tree: BwTree::new(config, !options.unique, own.chain_length as u16),
             unique: options.unique,

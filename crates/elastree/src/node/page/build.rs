@@ -166,8 +166,9 @@ impl Content {
 
     /// The prefix every key in `range` shares: for sorted entries, the first and last
     /// keys' common prefix.
-    pub fn prefix_len(&self, range: Range<usize>) -> usize {
+    pub fn prefix_len(&self, range: Range<usize>, form: Form) -> usize {
         match range.len() {
+            _ if !form.factor_prefix => 0,
             0 => 0,
             _ => common_prefix(self.key(range.start), self.key(range.end - 1)),
         }
@@ -176,8 +177,8 @@ impl Content {
     /// The prefix every key in `range` shares with its first key, for entries copied under
     /// an optimistic read: they may be torn and unsorted, so every key is compared, and
     /// sizing them never overruns a key.
-    pub fn torn_prefix_len(&self, range: Range<usize>) -> usize {
-        let Some(first) = range.clone().next() else {
+    pub fn torn_prefix_len(&self, range: Range<usize>, form: Form) -> usize {
+        let Some(first) = range.clone().next().filter(|_| form.factor_prefix) else {
             return 0;
         };
         let head = self.key(first);
@@ -204,7 +205,7 @@ impl Content {
 
     /// The bytes a page holding entries `range` needs at least.
     pub fn needed_bytes(&self, range: Range<usize>, form: Form) -> usize {
-        let prefix = self.prefix_len(range.clone());
+        let prefix = self.prefix_len(range.clone(), form);
         let bin = self.bin_bytes(range.clone(), prefix, form);
         needed(range.len(), bin, form)
     }
@@ -262,7 +263,7 @@ pub(super) fn write(
 ) {
     let (form, with_tid) = (config.form, config.with_tid);
     let count = range.len();
-    let prefix_len = content.prefix_len(range.clone());
+    let prefix_len = content.prefix_len(range.clone(), form);
     let bin_need = content.bin_bytes(range.clone(), prefix_len, form);
     let bytes = Page::bytes_of(node);
     debug_assert!(

@@ -39,6 +39,9 @@ pub(super) fn check_page(node: &NodeHeader, config: &PageConfig) -> Result<(), S
     let in_bin = |offset: usize, len: usize| offset >= low && offset + len <= bin;
 
     // The prefix, and its copy in the header.
+    if meta.prefix_len > 0 && !config.form.factor_prefix {
+        return Err("a prefix on a page of whole keys".into());
+    }
     if meta.prefix_len > 0 && !in_bin(meta.prefix_offset, meta.prefix_len) {
         return Err("prefix outside the bin's handed-out bytes".into());
     }

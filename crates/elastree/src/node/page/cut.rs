@@ -91,7 +91,9 @@ pub(super) fn split_moved(
     let count = page.count();
     let at = choose_split(&keys, true, config.short_splits);
     let prefix_len = keys.prefix_len;
-    if keys.shared(0, at - 1) != prefix_len || keys.shared(at, count - 1) != prefix_len {
+    // Pages of whole keys keep their empty prefix whatever their halves share.
+    let lengthens = |(a, b): (usize, usize)| keys.shared(a, b) != prefix_len;
+    if config.factors_prefix() && (lengthens((0, at - 1)) || lengthens((at, count - 1))) {
         return None;
     }
     let separator = shortest_separator(&page.key(at - 1), page.key(at), config.short_splits);

@@ -73,12 +73,16 @@ pub(super) const MAX_CAP: usize = u16::MAX as usize;
 /// The length of an absent (unbounded) fence.
 pub(super) const NO_FENCE: usize = u16::MAX as usize;
 
-/// What decides a page's layout besides its size and capacity: whether keys carry tids and
-/// how wide the mid-keys are (the same for every page of a tree).
+/// What decides a page's layout and encoding besides its size and capacity: whether keys
+/// carry tids, how wide the mid-keys are, and whether pages factor out their keys' common
+/// prefix (the same for every page of a tree).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Form {
     pub with_tid: bool,
     pub mid: MidWidth,
+    /// Whether a built page's prefix is its keys' common prefix; `false` keeps whole keys
+    /// (prefix always empty: the paper's Base organization in a page).
+    pub factor_prefix: bool,
 }
 
 impl Form {

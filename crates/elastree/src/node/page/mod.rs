@@ -101,7 +101,11 @@ impl PageConfig {
         max_key_len: usize,
         (with_tid, short_splits, mid): (bool, bool, MidWidth),
     ) -> Self {
-        let form = Form { with_tid, mid };
+        let form = Form {
+            with_tid,
+            mid,
+            factor_prefix: true,
+        };
         let tid = if with_tid { 8 } else { 0 };
         // Two keys under a shared prefix, two fences with their tids, and the byte that a
         // key sharing less of the prefix may add to the mid-key encoding.
@@ -120,6 +124,20 @@ impl PageConfig {
             ],
             form,
         }
+    }
+
+    /// The same settings with pages that keep whole keys: no prefix is ever factored out
+    /// (the paper's Base organization, with the mid-key vector kept: the B+-tree's Base
+    /// slotted node keeps an 8-byte head per key likewise). Combine with `short_splits`
+    /// false for splits in the middle that post whole keys.
+    pub fn whole_keys(mut self) -> Self {
+        self.form.factor_prefix = false;
+        self
+    }
+
+    /// Whether pages factor out their keys' common prefix (see [`PageConfig::whole_keys`]).
+    pub fn factors_prefix(&self) -> bool {
+        self.form.factor_prefix
     }
 
     /// The mid-keys' width.

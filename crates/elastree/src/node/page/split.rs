@@ -255,7 +255,7 @@ pub(super) fn fits_merge(
         content.low = l.fence(true);
         content.high = r.fence(false);
         let entries = content.len();
-        let prefix = content.torn_prefix_len(0..entries);
+        let prefix = content.torn_prefix_len(0..entries, config.form);
         let bin =
             content.bin_bytes(0..entries, prefix, config.form) + extra * (config.max_key_len + 8);
         needed(count, bin, config.form) <= l.bytes

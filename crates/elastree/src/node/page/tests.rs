@@ -281,15 +281,9 @@ fn torn_entries_size_without_panicking() {
             content.push(key, 0, 0);
         }
         // No shared prefix (the empty key); the mid-keys hold 4, 1, 4 and 0 bytes.
-        assert_eq!(content.prefix_len(0..4), 0);
-        assert_eq!(
-            content.bin_bytes(
-                0..4,
-                0,
-                PageConfig::new((8, 8), (256, 256), 40, (false, false, MidWidth::Four)).form
-            ),
-            4
-        );
+        let form = PageConfig::new((8, 8), (256, 256), 40, (false, false, MidWidth::Four)).form;
+        assert_eq!(content.prefix_len(0..4, form), 0);
+        assert_eq!(content.bin_bytes(0..4, 0, form), 4);
         assert!((1..4).contains(&choose_split(content, true, true)));
     });
 }
@@ -779,4 +773,73 @@ fn moved_splits_equal_splits_rebuilt_from_whole_keys() {
         moved > 100 && rebuilt > 20,
         "{moved} moved, {rebuilt} rebuilt"
     );
+}
+
+#[test]
+fn whole_key_pages_never_factor_out_a_prefix() {
+    // Keys that share a 20-byte stem: an optimized page factors it out, a page of whole
+    // keys (the Base organization) keeps it in every entry, through inserts, growth and
+    // splits, which take the middle and post the right half's first key whole.
+    let keys: Vec<Vec<u8>> = (0..200u32)
+        .map(|i| {
+            let mut key = b"tenant-0042/objects/".to_vec();
+            key.extend_from_slice(&(i * 7919 % 1000).to_be_bytes());
+            key
+        })
+        .collect();
+    let optimized = config(false, false);
+    let config = optimized.whole_keys();
+    assert!(!config.factors_prefix());
+    let mut node = empty(&config);
+    let mut inserted: Vec<Vec<u8>> = Vec::new();
+    let mut splits = 0;
+    let mut high: Option<Vec<u8>> = None;
+    for (value, key) in keys.iter().enumerate() {
+        if high.as_ref().is_some_and(|high| key >= high) {
+            continue;
+        }
+        // SAFETY: owned by this test.
+        let leaf = unsafe { node.as_ref() };
+        let probe = VarProbe::new(key, None);
+        if !PageRepr::has_room(leaf, &config, Some(probe)) {
+            let (first, second, _) = replacement(leaf, &config);
+            free(&config, &[node]);
+            node = first;
+            if let Some((separator, right)) = second {
+                splits += 1;
+                // SAFETY: owned by this test.
+                let (l, r) = unsafe { (first.as_ref(), right.as_ref()) };
+                let mut sorted = inserted.clone();
+                sorted.sort();
+                let at = l.count();
+                assert_eq!(at, sorted.len() / 2, "a split in the middle");
+                assert_eq!(
+                    separator.bytes, sorted[at],
+                    "the right half's first key, whole"
+                );
+                for half in [l, r] {
+                    PageRepr::check_node(half, &config).unwrap();
+                    assert_eq!(Page::of(half, config.form).meta().prefix_len, 0);
+                }
+                // Go on with the left half only: keep its keys, below its high fence.
+                inserted = sorted[..at].to_vec();
+                high = Some(separator.bytes);
+                free(&config, &[right]);
+            }
+            continue;
+        }
+        let hit = PageRepr::search(leaf, &config, probe);
+        PageRepr::insert_at(leaf, &config, hit.pos, probe, value as u64);
+        PageRepr::check_node(leaf, &config).unwrap();
+        assert_eq!(Page::of(leaf, config.form).meta().prefix_len, 0);
+        inserted.push(key.clone());
+    }
+    assert!(splits > 3, "{splits} splits");
+    // The same keys on an optimized page share their stem as its prefix.
+    let page = page_of(&optimized, &[&keys[0][..], &keys[1][..], &keys[2][..]]);
+    // SAFETY: owned by this test.
+    let meta = Page::of(unsafe { page.as_ref() }, optimized.form).meta();
+    assert!(meta.prefix_len >= 20, "prefix of {} bytes", meta.prefix_len);
+    free(&config, &[node]);
+    free(&optimized, &[page]);
 }
