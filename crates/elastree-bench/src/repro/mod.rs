@@ -248,10 +248,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "bwtree-update",
-        about: "the Bw-tree paper's Figure 10: bwtree (Prefix+Split and Prefix pages) vs btree, \
-                scc, skipmap, masstree and ferntree on rand64, email, docterm and url keys: \
-                load, lookups and read/update mixes with 0, 1, 10, 50 and 100% blind updates \
-                of uniform keys, 2 threads",
+        about: "the Bw-tree paper's Figure 10: bwtree (Prefix+Split, Prefix and Base pages) \
+                vs btree, scc, skipmap, masstree and ferntree on rand64, email, docterm and \
+                url keys: load, lookups and read/update mixes with 0, 1, 10, 50 and 100% \
+                blind updates of uniform keys, 2 threads",
         base_n: bwtree::BASE_N,
         min_n: bwtree::MIN_N,
         run: bwtree::update,
