@@ -8,8 +8,12 @@
 //! without being decoded, and only the deltas' keys are encoded). Consolidation, splits
 //! included, went from 11,950 to 3,010 instructions per insert with it and the splits' one
 //! collection (`examples/bw_ops.rs` under callgrind, 200K random 8-byte keys, one thread),
-//! 2,040 of them in patches. Chains with splits, merges or keys outside the page prefix,
-//! and pages that no longer fit, are collected and rebuilt.
+//! 2,040 of them in patches. A leaf whose patched page would no longer fit splits without
+//! being collected either: its base page's entries move into two halves as they are
+//! (`node/page/cut.rs`) and each half is patched with the edits on its side of the
+//! separator (`split_patched`: 4,367 -> 3,975 instructions per insert). Chains with splits,
+//! merges or keys outside the page prefix, inner pages and the root when they no longer fit,
+//! and leaves whose halves would lengthen the prefix, are collected and rebuilt.
 //!
 //! Every change is installed by one compare-and-swap on a mapping-table entry, against the
 //! chain top the change was computed from; a thread that loses the race frees what it built
