@@ -8,8 +8,12 @@
 //! without being decoded, and only the deltas' keys are encoded). Consolidation, splits
 //! included, went from 11,950 to 3,010 instructions per insert with it and the splits' one
 //! collection (`examples/bw_ops.rs` under callgrind, 200K random 8-byte keys, one thread),
-//! 2,040 of them in patches. Chains with splits, merges or keys outside the page prefix,
-//! and pages that no longer fit, are collected and rebuilt.
+//! 2,040 of them in patches. A leaf whose patched page would no longer fit splits without
+//! being collected either: its base page's entries move into two halves as they are
+//! (`node/page/cut.rs`) and each half is patched with the edits on its side of the
+//! separator (`split_patched`: 4,367 -> 3,975 instructions per insert). Chains with splits,
+//! merges or keys outside the page prefix, inner pages and the root when they no longer fit,
+//! and leaves whose halves would lengthen the prefix, are collected and rebuilt.
 //!
 //! Every change is installed by one compare-and-swap on a mapping-table entry, against the
 //! chain top the change was computed from; a thread that loses the race frees what it built
@@ -19,7 +23,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use smallvec::SmallVec;
 
-use super::delta::{Delta, Kind, Link, NewDelta, Spot, Target};
+use super::delta::{self, Delta, Kind, Link, NewDelta, Spot, Target};
 use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
@@ -266,7 +270,9 @@ impl BwTree {
                 at: d.spot().get(),
             })
             .collect();
-        let patched = image.patch(&self.config, base, &edits)?;
+        let Some(patched) = image.patch(&self.config, base, &edits) else {
+            return self.split_patched(id, top, base, &edits, image, guard);
+        };
         let level = base.level();
         set_sibling(patched.node, sibling(base));
         self.bytes.of(level).add(patched.size);
@@ -282,6 +288,113 @@ impl BwTree {
                 && fence_cmp(base, &self.config, true, &[], 0).is_some()
                 && self.underfull(patched.count, patched.size),
         )
+    }
+
+    /// Splits leaf `id` (chain `top`: entry deltas over `base`, whose `edits` no longer fit
+    /// one page with `base`'s entries) without collecting the chain: `base`'s entries move
+    /// into two halves as they are ([`PageImage::split_moved`]), each half is patched with
+    /// the edits on its side of the separator, and the halves are installed as
+    /// [`Self::split`] installs them: the right one under a new id with a Split delta on
+    /// `id`, the parent's index entry, then the left one in place of the chain if no other
+    /// thread changed it meanwhile. Returns what [`Self::patch`] returns: `None` (nothing
+    /// published) when the split cannot be made so (the root, an inner page, a half with a
+    /// longer prefix or an edit outside it, a half that does not fit).
+    fn split_patched(
+        &self,
+        id: PageId,
+        top: Link,
+        base: &NodeHeader,
+        edits: &[Edit<'_>],
+        image: &mut PageImage,
+        guard: &Guard,
+    ) -> Option<bool> {
+        if id == ROOT || base.level() != 0 {
+            return None;
+        }
+        let (left, separator, right) = image.split_moved(&self.config, base)?;
+        // SAFETY: built just now, not shared.
+        let (left_half, right_half) = unsafe { (left.as_ref(), right.as_ref()) };
+        let at = PageRepr::count(left_half, &self.config);
+        let split_key = Key::of(&separator);
+        // The edits are sorted: those below the separator go left, at their spots in
+        // `base` (the left half's entries are `base`'s first `at`); the rest go right, their
+        // spots moved down by `at`.
+        let cut = edits.partition_point(|e| {
+            Key {
+                bytes: e.key,
+                tid: e.tid,
+            }
+            .order(split_key)
+            .is_lt()
+        });
+        let right_edits: SmallVec<[Edit<'_>; 16]> = edits[cut..]
+            .iter()
+            .map(|e| Edit {
+                at: e
+                    .at
+                    .and_then(|(pos, found)| pos.checked_sub(at).map(|pos| (pos, found))),
+                ..*e
+            })
+            .collect();
+        let patched_left = image.patch(&self.config, left_half, &edits[..cut]);
+        let patched_right = patched_left
+            .as_ref()
+            .and_then(|_| image.patch(&self.config, right_half, &right_edits));
+        // SAFETY: the moved halves were never shared; the patches copied them.
+        unsafe {
+            delta::free_base(&self.config, left);
+            delta::free_base(&self.config, right);
+        }
+        let (left, right) = match (patched_left, patched_right) {
+            (Some(left), Some(right)) => (left, right),
+            (left, _) => {
+                if let Some(left) = left {
+                    // SAFETY: never shared.
+                    unsafe { delta::free_base(&self.config, left.node) };
+                }
+                return None;
+            }
+        };
+        // The chain holds entry deltas only: its high fence and right sibling are `base`'s.
+        let high = fence(base, &self.config, false);
+        let right_id = self.table.allocate();
+        set_sibling(right.node, sibling(base));
+        set_sibling(left.node, right_id);
+        self.bytes.of(0).add(right.size + left.size);
+        let (left, right) = (Link::base(left.node), Link::base(right.node));
+        self.table.set(right_id, right);
+        let new = NewDelta {
+            kind: Kind::Split,
+            level: 0,
+            key: split_key,
+            high: high.as_ref().map(Key::of),
+            value: right_id,
+            spot: Spot::UNKNOWN,
+        };
+        let delta = self.new_delta(&new, top);
+        if !self.table.cas(id, top, delta) {
+            self.discard(delta, false);
+            self.table.set(right_id, Link::NULL);
+            self.discard(right, true);
+            self.discard(left, true);
+            self.table.retire(right_id, guard);
+            return Some(false);
+        }
+        // SAFETY: just installed; it stays allocated while this thread is pinned.
+        if let Target::Delta(split) = unsafe { delta.target() } {
+            self.help_split(0, split, guard);
+        }
+        self.splits.fetch_add(1, Relaxed);
+        let now = self.table.get(id);
+        if now == delta && self.table.cas(id, now, left) {
+            self.retire(now, guard);
+            return Some(false);
+        }
+        self.discard(left, true);
+        if now != delta {
+            self.consolidate(id, now, guard);
+        }
+        Some(false)
     }
 
     /// The Unlink deltas of the chain at `top` (an inner page's; read under the caller's

@@ -36,6 +36,8 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 use super::key::Key;
+use super::pool::DeltaPool;
+use super::Bytes;
 use crate::node::page::{PageConfig, PageRepr};
 use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
@@ -204,15 +206,30 @@ impl Delta {
             .expect("delta layout")
     }
 
-    /// Allocates a delta on top of `next` (not yet published); returns it and its size.
-    pub fn alloc(new: &NewDelta<'_>, next: Link, depth: u16) -> (NonNull<Delta>, usize) {
+    /// Allocates a delta on top of `next` (not yet published), from `pool`'s kept blocks
+    /// when it has one of its size; returns it and its size.
+    pub fn alloc(
+        new: &NewDelta<'_>,
+        next: Link,
+        depth: u16,
+        pool: &DeltaPool,
+    ) -> (NonNull<Delta>, usize) {
         let high = new.high.map_or(&[][..], |h| h.bytes);
         let layout = Self::layout(new.key.bytes.len(), high.len());
-        // SAFETY: the layout is at least the fixed part, non-zero.
-        let ptr = unsafe { alloc(layout) } as *mut Delta;
-        let Some(delta) = NonNull::new(ptr) else {
-            handle_alloc_error(layout)
+        // The block: the size rounded up to the alignment (see `free_delta`).
+        let block = layout.pad_to_align();
+        let delta = match pool.take(block.size()) {
+            Some(kept) => kept.cast::<Delta>(),
+            None => {
+                // SAFETY: the layout is at least the fixed part, non-zero.
+                let ptr = unsafe { alloc(block) } as *mut Delta;
+                let Some(delta) = NonNull::new(ptr) else {
+                    handle_alloc_error(block)
+                };
+                delta
+            }
         };
+        let ptr = delta.as_ptr();
         // SAFETY: freshly allocated with room for the fixed part and both keys' bytes,
         // 8-aligned; not shared until installed.
         unsafe {
@@ -329,19 +346,26 @@ impl Delta {
     }
 }
 
-/// Frees one delta that was never published; returns its size.
+/// Frees one delta (into `bytes`' pool of kept blocks if it has room); returns its size.
 ///
 /// # Safety
 ///
-/// `delta` came from [`Delta::alloc`] and no other thread can reach it.
-pub(super) unsafe fn free_delta(delta: NonNull<Delta>) -> usize {
-    // SAFETY: the caller's contract; the layout is the one `alloc` used.
+/// `delta` came from [`Delta::alloc`] of the tree whose byte counters are `bytes`, and no
+/// other thread can reach it.
+pub(super) unsafe fn free_delta(delta: NonNull<Delta>, bytes: &Bytes) -> usize {
+    // SAFETY: the caller's contract; the block is the one `alloc` allocated (or took from
+    // the pool): the size rounded up to the alignment.
     unsafe {
         let size = delta.as_ref().size();
-        dealloc(
-            delta.as_ptr() as *mut u8,
-            Layout::from_size_align(size, 8).expect("delta layout"),
-        );
+        let block = Layout::from_size_align(size, 8)
+            .expect("delta layout")
+            .pad_to_align();
+        if !bytes
+            .pool
+            .give(delta.cast::<u8>(), block.size(), bytes.tree())
+        {
+            dealloc(delta.as_ptr() as *mut u8, block);
+        }
         size
     }
 }
@@ -357,13 +381,15 @@ pub(super) unsafe fn free_base(config: &PageConfig, node: NonNull<NodeHeader>) -
 }
 
 /// Frees every record of the chain at `top` (deltas, the chains Merge deltas own, and the
-/// base page; a Remove delta alone); returns the bytes freed and the chain's level.
+/// base page; a Remove delta alone), the deltas into the pool of `tree` (the byte counters
+/// of the tree the chain belongs to) when it has room; returns the bytes freed and the
+/// chain's level.
 ///
 /// # Safety
 ///
 /// No thread can reach the chain any more: it was unlinked and its grace period has passed,
 /// or the tree is being dropped.
-pub(super) unsafe fn free_chain(config: &PageConfig, top: Link) -> (usize, u16) {
+pub(super) unsafe fn free_chain(config: &PageConfig, top: Link, tree: &Bytes) -> (usize, u16) {
     let (mut link, mut bytes, mut level) = (top, 0, 0);
     loop {
         // SAFETY: the caller's contract: every record of the chain is still allocated and
@@ -374,11 +400,11 @@ pub(super) unsafe fn free_chain(config: &PageConfig, top: Link) -> (usize, u16) 
                 let (kind, next) = (d.kind(), d.next());
                 if kind == Kind::Merge {
                     // SAFETY: the Merge owns the removed page's chain (see the module docs).
-                    bytes += unsafe { free_chain(config, Link(d.value() as usize)) }.0;
+                    bytes += unsafe { free_chain(config, Link(d.value() as usize), tree) }.0;
                 }
                 level = d.level();
                 // SAFETY: as above.
-                bytes += unsafe { free_delta(NonNull::from(d)) };
+                bytes += unsafe { free_delta(NonNull::from(d), tree) };
                 if kind == Kind::Remove {
                     // The frozen chain below belongs to the Merge that absorbed it.
                     return (bytes, level);

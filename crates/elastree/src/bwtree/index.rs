@@ -326,7 +326,10 @@ impl Index for BwTreeIndex {
             inner: self.tree.bytes.inner.get(),
             leaves: self.tree.bytes.leaves.get(),
             // The index object (boxed by the builder) holds the tree inline.
-            aux: self.tree.table.bytes() + std::mem::size_of::<Self>(),
+            // The delta pool's kept blocks are the tree's too.
+            aux: self.tree.table.bytes()
+                + self.tree.bytes.pool.bytes()
+                + std::mem::size_of::<Self>(),
         }
     }
 

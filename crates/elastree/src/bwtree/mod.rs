@@ -6,6 +6,7 @@
 //!
 //! * `table.rs`: the mapping table, growable while read, ids recycled through epochs;
 //! * `delta.rs`: delta records and the tagged link to a chain's top (the raw pointers);
+//! * `pool.rs`: freed delta blocks kept for the tree's next deltas;
 //! * `key.rs`: keys with tids, as every walk compares them;
 //! * `view.rs`: walking a chain: lookups, routing, fence checks;
 //! * `consolidate.rs`: consolidation into an optimized page, splits, root growth, and posting
@@ -104,6 +105,7 @@ mod delta;
 mod index;
 mod key;
 mod merge;
+mod pool;
 mod scan;
 mod shim;
 mod table;
@@ -137,6 +139,8 @@ const NO_SIBLING: PageId = u64::MAX;
 struct Bytes {
     leaves: ByteCounter,
     inner: ByteCounter,
+    /// Freed delta blocks kept for reuse (counted apart: see `pool.rs`).
+    pool: pool::DeltaPool,
 }
 
 impl Bytes {
@@ -146,6 +150,11 @@ impl Bytes {
         } else {
             &self.inner
         }
+    }
+
+    /// The bytes of the tree's pages and deltas.
+    fn tree(&self) -> usize {
+        self.leaves.get() + self.inner.get()
     }
 }
 
@@ -246,7 +255,7 @@ impl BwTree {
     fn new_delta(&self, new: &delta::NewDelta<'_>, next: Link) -> Link {
         // SAFETY: `next` was read from the mapping table under the caller's pin.
         let depth = unsafe { next.depth() }.saturating_add(1);
-        let (delta, size) = delta::Delta::alloc(new, next, depth);
+        let (delta, size) = delta::Delta::alloc(new, next, depth, &self.bytes.pool);
         self.bytes.of(new.level).add(size);
         Link::delta(delta)
     }
@@ -260,12 +269,12 @@ impl BwTree {
             Target::Delta(d) if !whole => {
                 let level = d.level();
                 // SAFETY: as above.
-                let size = unsafe { delta::free_delta(NonNull::from(d)) };
+                let size = unsafe { delta::free_delta(NonNull::from(d), &self.bytes) };
                 self.bytes.of(level).sub(size);
             }
             _ => {
                 // SAFETY: as above.
-                let (size, level) = unsafe { delta::free_chain(&self.config, link) };
+                let (size, level) = unsafe { delta::free_chain(&self.config, link, &self.bytes) };
                 self.bytes.of(level).sub(size);
             }
         }
@@ -281,7 +290,7 @@ impl BwTree {
         // so every thread that may still walk it) has unpinned.
         unsafe {
             self.garbage.defer(guard, move || {
-                let (size, level) = delta::free_chain(&config, Link(top));
+                let (size, level) = delta::free_chain(&config, Link(top), &bytes);
                 bytes.of(level).sub(size);
             });
         }
@@ -326,7 +335,7 @@ impl Drop for BwTree {
             let top = self.table.get(id);
             // SAFETY: the tree is being dropped: no thread reaches its pages; retired chains
             // are no longer in the table and are freed by the collector.
-            let (size, level) = unsafe { delta::free_chain(&self.config, top) };
+            let (size, level) = unsafe { delta::free_chain(&self.config, top, &self.bytes) };
             self.bytes.of(level).sub(size);
         }
     }

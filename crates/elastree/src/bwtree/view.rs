@@ -183,7 +183,7 @@ impl BwTree {
     /// ends at an edge of the page: a probe with an entry of the page on each side lies
     /// within the fences (the page's keys do), so a page is usually left without reading its
     /// fences, which lie at the bin's end, on a line of their own.
-    #[inline]
+    #[inline(always)]
     fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
         let page = PageView::of(node, &self.config);
         let key = match (goal, probe.key) {
@@ -266,6 +266,51 @@ impl BwTree {
     #[inline]
     pub(super) fn covers<'g>(&self, top: Link, probe: Probe<'_>) -> Step<'g> {
         self.walk(top, probe, Goal::Fences)
+    }
+}
+
+impl BwTree {
+    /// A lookup's descent over base pages: from the root, every page whose chain is its base
+    /// page alone is searched in place (no walk of a chain, no fence read unless the search
+    /// ends at an edge of the page), and a leaf's chain is walked. `None` when the descent
+    /// meets anything else (a delta on an inner page, a split, a stale route, a removed page,
+    /// a level that does not descend): the caller takes the general path, which handles
+    /// them all.
+    #[inline]
+    pub(super) fn get_fast(&self, key: Key<'_>) -> Option<Option<u64>> {
+        let probe = Probe::at(key);
+        let mut id = super::ROOT;
+        let mut above = u16::MAX;
+        loop {
+            let top = self.table.get(id);
+            // SAFETY: read from the mapping table under the caller's pin (as in `walk`).
+            match unsafe { top.target::<'_>() } {
+                Target::Base(node) => {
+                    let level = node.level();
+                    if level >= above {
+                        return None;
+                    }
+                    above = level;
+                    let step = if level == 0 {
+                        self.at_base(node, probe, Goal::Lookup)
+                    } else {
+                        self.at_base(node, probe, Goal::Route)
+                    };
+                    match step {
+                        Step::Here(value, _) => return Some(value),
+                        Step::Child(child) => id = child,
+                        _ => return None,
+                    }
+                }
+                Target::Delta(d) if d.level() == 0 && above > 0 => {
+                    return match self.walk(top, probe, Goal::Lookup) {
+                        Step::Here(value, _) => Some(value),
+                        _ => None,
+                    };
+                }
+                _ => return None,
+            }
+        }
     }
 }
 

@@ -82,6 +82,9 @@ impl BwTree {
 
     /// The value of `key`, read without writing shared memory.
     pub(super) fn get(&self, key: Key<'_>, guard: &Guard) -> Option<u64> {
+        if let Some(value) = self.get_fast(key) {
+            return value;
+        }
         let mut top = self.descend(Probe::at(key), 0, false, guard).1;
         loop {
             let id = match self.lookup(top, key) {

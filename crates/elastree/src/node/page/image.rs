@@ -124,6 +124,27 @@ impl PageImage {
         super::patch::patch(config, base, edits, self.content.image())
     }
 
+    /// Splits leaf `base` (an immutable page with at least 2 entries: published and never
+    /// changed, or not shared) in two new pages by moving its entries as they are
+    /// ([`cut`](super::cut)'s `split_moved`: the split point chosen from the page itself,
+    /// only the two keys around it decoded), with the separator between them. `None`, with
+    /// nothing allocated, when a half would get a longer prefix than `base` has or would
+    /// not fit one page: then collect the entries and rebuild. The halves may have more
+    /// bytes than their entries need (they are sized to take inserts); the image's entries
+    /// are not used, its buffers serve as scratch.
+    pub fn split_moved(
+        &mut self,
+        config: &PageConfig,
+        base: &NodeHeader,
+    ) -> Option<(NonNull<NodeHeader>, VarKey, NonNull<NodeHeader>)> {
+        let page = Page::of(base, config.form);
+        if base.level() != 0 || page.count() < 2 {
+            return None;
+        }
+        super::cut::split_moved(&page, config, self.content.image())
+            .map(|(left, separator, right, _)| (left, separator, right))
+    }
+
     /// Where to split the image's entries (at least 2) with the page's rule (the middle, or
     /// with short splits the point of section II-C), and the separator the right half starts
     /// at (see [`Self::separator`]).
