@@ -87,6 +87,9 @@ pub struct Shape {
     pub late_cap: usize,
     /// Entries per bucket of the N-ary table.
     pub bucket: usize,
+    /// Compact tids: the base they are stored as offsets from, at most every tid of the
+    /// body and less than 2^32 below each ([`plan`] finds it; unused for full tids).
+    pub tid_base: u64,
 }
 
 const fn align16(n: usize) -> usize {
@@ -146,6 +149,7 @@ impl Shape {
             count,
             late_cap,
             bucket,
+            tid_base: 0,
         };
         // Entries cost at least key + tid bytes: start from that bound and step down.
         let per = shape(0).key_bytes::<K>() + shape(0).tid_bytes();
@@ -244,6 +248,7 @@ impl<'a, K: SbKey> Body<'a, K> {
             count: self.count(),
             late_cap: self.late_cap(),
             bucket: usize::from(self.meta().bucket),
+            tid_base: self.meta().tid_base,
         }
     }
 
@@ -729,10 +734,21 @@ pub fn plan<K: SbKey>(
                 count,
                 late_cap,
                 bucket,
+                tid_base: 0,
             });
         }
     }
-    best.expect("four forms")
+    let mut best = best.expect("four forms");
+    if best.tids == Form::Compact {
+        // The smallest tid of the prefix taken: the window's when it is the whole window
+        // (the usual case: its span was measured above), else measured again.
+        best.tid_base = if best.count == window {
+            lo
+        } else {
+            tid_span(&entries[..best.count]).0
+        };
+    }
+    best
 }
 
 /// The smallest and the largest tid of `entries` (`(u64::MAX, 0)` for none).
@@ -751,8 +767,7 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
     let block = blocks.alloc();
     let p = block.as_ptr();
     let key_base = entries.first().map_or(K::MIN, |e| e.0);
-    let (tid_base, tid_top) = tid_span(entries);
-    let tid_base = tid_base.min(tid_top);
+    let tid_base = shape.tid_base;
     // The forms were chosen by `plan`: checked here once for the whole body (keys ascend,
     // so the last key is the farthest from the base), not per entry.
     if shape.keys == Form::Compact {
@@ -763,8 +778,10 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
         );
     }
     if shape.tids == Form::Compact {
-        assert!(
-            tid_top.saturating_sub(tid_base) <= u64::from(u32::MAX),
+        debug_assert!(
+            entries.iter().all(|&(_, t)| t
+                .checked_sub(tid_base)
+                .is_some_and(|d| d <= u64::from(u32::MAX))),
             "tids fit the compact form"
         );
     }
@@ -788,40 +805,42 @@ pub fn build<K: SbKey>(blocks: &BlockAlloc, shape: Shape, entries: &[(K, u64)]) 
     unsafe {
         p.cast::<Meta>().write(meta);
         let count = shape.count;
-        let table = p.add(offsets[0]);
         let keys = p.add(offsets[1]);
-        for (b, chunk) in entries.chunks(shape.bucket).enumerate() {
-            let at = b * shape.bucket;
-            match shape.keys {
-                Form::Compact => {
-                    // Within 2^32 of the base (checked above): the low word of the difference.
-                    let offset = |k: K| k.low_offset(key_base);
-                    table.cast::<u32>().add(b).write(offset(chunk[0].0));
-                    for (i, &(k, _)) in chunk.iter().enumerate() {
-                        keys.cast::<u32>().add(at + i).write(offset(k));
-                    }
-                }
-                Form::Full => {
-                    table.cast::<K>().add(b).write(chunk[0].0);
-                    for (i, &(k, _)) in chunk.iter().enumerate() {
-                        keys.cast::<K>().add(at + i).write(k);
-                    }
-                }
-            }
-        }
         let tids = p.add(offsets[2]);
-        match shape.tids {
-            Form::Compact => {
-                for (i, &(_, t)) in entries.iter().enumerate() {
-                    // Within 2^32 of the base (checked above).
-                    let off = t.wrapping_sub(tid_base) as u32;
-                    tids.cast::<AtomicU32>().add(i).write(AtomicU32::new(off));
+        // One pass writes both arrays (the entries are read once), one loop per pair of
+        // forms so that no entry tests a form.
+        macro_rules! fill {
+            ($key_ty:ty, $key:expr, $tid_ty:ty, $tid:expr) => {{
+                let (keys, tids) = (keys.cast::<$key_ty>(), tids.cast::<$tid_ty>());
+                for (i, &(k, t)) in entries.iter().enumerate() {
+                    keys.add(i).write($key(k));
+                    tids.add(i).write($tid(t));
                 }
-            }
-            Form::Full => {
-                for (i, &(_, t)) in entries.iter().enumerate() {
-                    tids.cast::<AtomicU64>().add(i).write(AtomicU64::new(t));
-                }
+            }};
+        }
+        // Within 2^32 of the bases (checked above): the low words of the differences.
+        let compact_key = |k: K| k.low_offset(key_base);
+        let full_key = |k: K| k;
+        let compact_tid = |t: u64| AtomicU32::new(t.wrapping_sub(tid_base) as u32);
+        let full_tid = AtomicU64::new;
+        match (shape.keys, shape.tids) {
+            (Form::Compact, Form::Compact) => fill!(u32, compact_key, AtomicU32, compact_tid),
+            (Form::Compact, Form::Full) => fill!(u32, compact_key, AtomicU64, full_tid),
+            (Form::Full, Form::Compact) => fill!(K, full_key, AtomicU32, compact_tid),
+            (Form::Full, Form::Full) => fill!(K, full_key, AtomicU64, full_tid),
+        }
+        // The N-ary table: the first key of each bucket, copied from the keys just written.
+        let table = p.add(offsets[0]);
+        for b in 0..shape.table_len() {
+            match shape.keys {
+                Form::Compact => table
+                    .cast::<u32>()
+                    .add(b)
+                    .write(keys.cast::<u32>().add(b * shape.bucket).read()),
+                Form::Full => table
+                    .cast::<K>()
+                    .add(b)
+                    .write(keys.cast::<K>().add(b * shape.bucket).read()),
             }
         }
         let bits = p.add(offsets[3]).cast::<AtomicU64>();
@@ -872,6 +891,7 @@ mod tests {
             count: compact,
             late_cap: 0,
             bucket: 16,
+            tid_base: 0,
         };
         assert!(shape.fits::<u64>(BLOCK));
         assert!(!Shape {

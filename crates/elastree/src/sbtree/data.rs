@@ -17,6 +17,7 @@ use super::block::Block;
 use super::body::{build, plan, Body};
 use super::key::{Pos, SbKey};
 use super::search::SearchLayer;
+use super::segment::Captured;
 use super::{Geometry, Resources};
 use crate::counter::StripedCount;
 use crate::sync::{Optimistic, Restart};
@@ -346,7 +347,7 @@ impl<K: SbKey> DataLayer<K> {
     /// Replaces the body of the write-locked `block` with bodies holding `entries` (in
     /// position order, within the block's range): the first stays in `block`, the others
     /// become new blocks linked after it. `balanced` spreads the entries evenly over as few
-    /// bodies as hold them (a split); otherwise each body is filled in turn (an append).
+    /// bodies as hold them (a split); otherwise each body is filled in turn.
     fn rewrite(
         &self,
         block: &Block<K>,
@@ -361,22 +362,34 @@ impl<K: SbKey> DataLayer<K> {
         } else {
             split_greedy(entries, late_level, geo)
         };
-        let mut bodies = pieces.iter().map(|&(start, shape)| {
-            build(
-                &self.res.blocks,
-                shape,
-                &entries[start..start + shape.count],
-            )
-            .as_ptr()
-        });
-        let first = bodies.next().unwrap_or(std::ptr::null_mut());
-        // New blocks for the other pieces, unpublished until `block` links the first.
-        let fresh: Vec<(*mut Block<K>, Pos<K>)> = pieces
+        let bodies = pieces
+            .iter()
+            .map(|&(start, shape)| {
+                let body = build(
+                    &self.res.blocks,
+                    shape,
+                    &entries[start..start + shape.count],
+                );
+                let low = Pos::of(entries[start].0, entries[start].1, geo.pairs);
+                (low, body.as_ptr())
+            })
+            .collect();
+        self.install(block, bodies, guard);
+    }
+
+    /// Gives the write-locked `block` the first of `bodies` (each with its lowest position,
+    /// in position order, within the block's range; none: no body) and links new blocks
+    /// holding the others after it, B-link style: they are built privately and published by
+    /// `block`'s link to the first of them.
+    fn install(&self, block: &Block<K>, bodies: Vec<(Pos<K>, *mut u8)>, guard: &Guard) {
+        let first = bodies
+            .first()
+            .map_or(std::ptr::null_mut(), |&(_, body)| body);
+        // New blocks for the other bodies, unpublished until `block` links the first.
+        let fresh: Vec<(*mut Block<K>, Pos<K>)> = bodies
             .iter()
             .skip(1)
-            .zip(bodies)
-            .map(|(&(start, _), body)| {
-                let low = Pos::of(entries[start].0, entries[start].1, geo.pairs);
+            .map(|&(low, body)| {
                 let new = Self::alloc_block(&self.res, low);
                 // SAFETY: freshly allocated, not yet shared.
                 unsafe { &*new }.set_body(body);
@@ -414,12 +427,15 @@ impl<K: SbKey> DataLayer<K> {
         self.retire_body(old, guard);
     }
 
-    /// Appends `entries` (in position order, all above every position in the layer) at the
-    /// end of the chain: the last block's body is refilled with its entries and the first
-    /// new ones, the rest go to new blocks.
-    pub fn append(&self, entries: &[(K, u64)], guard: &Guard) {
-        if entries.is_empty() {
-            return;
+    /// Appends the entries of `source` (in position order, all above every position in the
+    /// layer) at the end of the chain and returns how many: the last block's body is
+    /// refilled with its entries and the first new ones, the rest go to new blocks, each
+    /// body filled in turn. The bodies are built from a buffer of about one body's entries,
+    /// topped up from `source` as they are used: the segment is read once, in place when
+    /// it can be ([`Captured`]), and never copied whole.
+    pub fn append(&self, source: &mut Captured<'_, K>, guard: &Guard) -> usize {
+        if source.remaining() == 0 {
+            return 0;
         }
         // SAFETY: the tail hint is a published block, and the last blocks are never unlinked.
         let tail: &Block<K> = unsafe { &*self.tail.load(Ordering::Acquire) };
@@ -431,20 +447,39 @@ impl<K: SbKey> DataLayer<K> {
                 (block, read) = self.walk(block, beyond, false);
                 continue;
             };
-            let mut all = Vec::with_capacity(entries.len() + self.geo.cap.min(1024));
+            let geo = &self.geo;
+            let (late_cap, capacities) = geo.late(self.late_level.load(Ordering::Relaxed));
+            // A body holds at most this many entries: the buffer's target.
+            let window = capacities.iter().copied().max().unwrap_or(0).max(1);
+            let mut buf = Vec::with_capacity(2 * window);
             if let Some(body) = block.body(guard) {
-                body.live_entries(self.geo.pairs, &mut all);
+                body.live_entries(geo.pairs, &mut buf);
             }
-            all.extend_from_slice(entries);
-            self.rewrite(
-                block,
-                &all,
-                self.late_level.load(Ordering::Relaxed),
-                false,
-                guard,
-            );
-            self.len.add(entries.len() as isize);
-            return;
+            let mut added = 0;
+            let mut start = 0;
+            let mut bodies = Vec::new();
+            loop {
+                let held = buf.len() - start;
+                if held < window && source.remaining() > 0 {
+                    buf.drain(..start);
+                    start = 0;
+                    source.fill(&mut buf, window - held);
+                    added += buf.len() - held;
+                    continue;
+                }
+                if held == 0 {
+                    break;
+                }
+                let shape = plan(&buf[start..], capacities, late_cap, geo.bucket);
+                assert!(shape.count > 0, "a body holds at least one entry");
+                let entries = &buf[start..start + shape.count];
+                let low = Pos::of(entries[0].0, entries[0].1, geo.pairs);
+                bodies.push((low, build(&self.res.blocks, shape, entries).as_ptr()));
+                start += shape.count;
+            }
+            self.install(block, bodies, guard);
+            self.len.add(added as isize);
+            return added;
         }
     }
 

@@ -24,8 +24,12 @@ pub struct SbTreeOptions {
     /// 4096; a multiple of 64 from 256 to 65536). A shared `leaf_capacity` overrides it
     /// with the smallest block that holds that many entries (for tests).
     pub block_bytes: usize,
-    /// Blocks of one thread's run before its segment is sealed (default 16: a segment
-    /// seals after about 4,000 in-order appends of one thread).
+    /// Blocks of one thread's run before its segment is sealed (default 64: a segment
+    /// seals after about 16,000 in-order appends of one thread). Every seal drops the
+    /// entries other threads have yet to append below the sealed segment's largest one
+    /// into the data layer (as delayed entries, after the segment's conversion): with two
+    /// threads appending batches of 256 keys, 16 blocks made 1.7% of the keys delayed, 64
+    /// make 0.1 to 0.7%; delayed workloads seal on their late runs and see no change.
     pub run_blocks: usize,
     /// Slots for late entries in a data block rebuilt for one (default 16).
     pub late_slots: usize,
@@ -43,7 +47,7 @@ impl Default for SbTreeOptions {
     fn default() -> Self {
         Self {
             block_bytes: 4096,
-            run_blocks: 16,
+            run_blocks: 64,
             late_slots: 16,
             bucket: 16,
             fanout: 16,
@@ -137,6 +141,9 @@ pub struct SbTreeIndex {
     unique: bool,
     max_key_len: usize,
     key_len: KeyLen,
+    /// A key length that passes [`check_key`] (the fixed length, when it is at most the
+    /// longest allowed; else `usize::MAX`): inserts of keys of that length skip the check.
+    valid_len: usize,
     stop: Arc<AtomicBool>,
     maintainer: Option<JoinHandle<()>>,
 }
@@ -203,6 +210,14 @@ impl SbTreeIndex {
             unique: options.unique,
             max_key_len: options.max_key_len,
             key_len: options.key_len,
+            valid_len: match options.key_len {
+                KeyLen::Fixed(n)
+                    if check_key(&vec![0; n], options.max_key_len, options.key_len).is_ok() =>
+                {
+                    n
+                }
+                _ => usize::MAX,
+            },
             stop,
             maintainer: Some(maintainer),
         })
@@ -293,8 +308,11 @@ impl Index for SbTreeIndex {
         self.max_key_len
     }
 
+    #[inline]
     fn insert(&self, key: &[u8], tid: u64) -> Result<Option<u64>, Error> {
-        self.check_key(key)?;
+        if key.len() != self.valid_len {
+            self.check_key(key)?;
+        }
         Ok(with_tree!(self, tree => tree.insert(SbKey::from_be_slice(key), tid)))
     }
 

@@ -106,7 +106,7 @@ fn load_key(words: &[AtomicU64; 2]) -> [u64; 2] {
 /// A two-word key as the one integer it is (high word first): compared in one step where
 /// an array comparison would loop over the words.
 #[inline(always)]
-fn int(key: [u64; 2]) -> u128 {
+pub fn int(key: [u64; 2]) -> u128 {
     (u128::from(key[0]) << 64) | u128::from(key[1])
 }
 
@@ -213,6 +213,12 @@ impl RunHead {
     pub fn covers(&self, key: [u64; 2]) -> bool {
         let at = int(key);
         int(load_key(&self.cold.floor)) <= at && at <= int(load_key(&self.cold.ceiling))
+    }
+
+    /// The run's ceiling as one integer (high word first): for its owner, which keeps a
+    /// copy to test its appends against without loading the shared words.
+    pub fn ceiling_int(&self) -> u128 {
+        int(load_key(&self.cold.ceiling))
     }
 
     /// The run's key range (floor, ceiling); empty when the floor is above the ceiling.

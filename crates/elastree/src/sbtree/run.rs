@@ -33,17 +33,25 @@ use super::protocol::RunHead;
 use super::Resources;
 use crate::sync::{VersionLock, WriteGuard};
 
-/// What only the owner thread reads and writes.
+/// What only the owner thread reads and writes: the shortcut's state. An append is taken
+/// by the shortcut when its position is above `floor` and `count < limit`; it then writes
+/// its entry at `next` and tests its key against `ceiling`, with no other look at the run.
 pub struct Owner<K: SbKey> {
     /// Entries appended (the owner's copy of the published count).
     pub count: u64,
-    /// The position of the last append.
-    pub last: Option<Pos<K>>,
+    /// Appends go above this: the position of the last append, or before the first one the
+    /// segment's lower bound (`Pos::MIN` for none; the first append takes the slow path).
+    pub floor: Pos<K>,
     /// The first appended key (the ceiling's projection measures gaps from it).
     pub first: K,
     /// Append entries below this have their block: the shortcut's one test for room
-    /// ([`Run::room_end`], set when the slow path gives the run a block).
+    /// (set by the slow path when it gives the run a block, [`Run::room_end`]; lowered to
+    /// `count` when the segment is sealed without an append, so none follows).
     pub limit: u64,
+    /// While `count < limit`: the first word of append entry `count`'s slot.
+    pub next: *const AtomicU64,
+    /// The owner's copy of the run's ceiling ([`RunHead::ceiling_int`]).
+    pub ceiling: u128,
     /// Per peer slot: two published positions of the peer's append run with nothing of the
     /// peer's between them (its append run only grows at its end).
     pub gaps: Vec<Option<(Pos<K>, Pos<K>)>>,
@@ -79,9 +87,16 @@ unsafe impl<K: SbKey> Sync for Run<K> {}
 unsafe impl<K: SbKey> Send for Run<K> {}
 
 impl<K: SbKey> Run<K> {
-    /// A run in slot `slot` with room for `run_blocks` blocks of `per_block` entries, and a
-    /// late run of one block.
-    pub fn new(slot: usize, run_blocks: usize, per_block: usize, peers: usize) -> Self {
+    /// A run in slot `slot` of a segment for positions above `lower` (`None`: every
+    /// position), with room for `run_blocks` blocks of `per_block` entries, and a late run
+    /// of one block.
+    pub fn new(
+        slot: usize,
+        lower: Option<Pos<K>>,
+        run_blocks: usize,
+        per_block: usize,
+        peers: usize,
+    ) -> Self {
         assert!(per_block.is_power_of_two());
         let entries = (run_blocks + 1) * per_block;
         Self {
@@ -101,9 +116,11 @@ impl<K: SbKey> Run<K> {
             slot,
             owner: UnsafeCell::new(Owner {
                 count: 0,
-                last: None,
+                floor: lower.unwrap_or(Pos::MIN),
                 first: K::MIN,
                 limit: 0,
+                next: std::ptr::null(),
+                ceiling: 0,
                 gaps: vec![None; peers],
             }),
         }
@@ -263,10 +280,32 @@ impl<K: SbKey> Run<K> {
         self.blocks[b].store(block.as_ptr(), Ordering::Release);
     }
 
-    /// Owner: writes append entry `i` (at the unpublished end; its block exists).
-    #[inline]
-    pub fn write_entry(&self, i: usize, key: K, tid: u64) {
+    /// Writes append entry `i` (tests: its block exists).
+    #[cfg(test)]
+    fn write_entry_for_test(&self, i: usize, key: K, tid: u64) {
         store_entry(self.append_slot(i), key, tid);
+    }
+
+    /// Owner, after [`Run::make_room`] for entry `c`: the first word of its slot (the
+    /// entries of a block lie side by side, so the next one's is [`entry_words`] on).
+    pub fn slot_ptr(&self, c: usize) -> *const AtomicU64 {
+        self.append_slot(c).as_ptr()
+    }
+
+    /// Owner: writes the entry at `slot` (from [`Run::slot_ptr`], or words after it within
+    /// its block: at the unpublished end).
+    ///
+    /// # Safety
+    ///
+    /// `slot` is the first word of an append slot of this run whose block exists.
+    #[inline(always)]
+    pub unsafe fn write_at(&self, slot: *const AtomicU64, key: K, tid: u64) {
+        // SAFETY: the caller's promise: `entry_words` words of a live block of this run.
+        store_entry(
+            unsafe { std::slice::from_raw_parts(slot, entry_words::<K>()) },
+            key,
+            tid,
+        );
     }
 
     /// Under [`Run::mods`]: sets the tid of append entry `i`, returning the old one.
@@ -397,21 +436,31 @@ impl<K: SbKey> Run<K> {
     /// run's, then the late run's, each in position order, pushing to `starts` where each
     /// part ends (the next one's start).
     pub fn captured_entries(&self, out: &mut Vec<(K, u64)>, starts: &mut Vec<usize>) {
-        let n = self.head.captured().unwrap_or(0) as usize;
+        self.copy_append(0, self.head.captured().unwrap_or(0) as usize, out);
+        starts.push(out.len());
+        self.copy_late(0, self.late_head.captured().unwrap_or(0) as usize, out);
+        starts.push(out.len());
+    }
+
+    /// Appends the live entries among append entries `from..to` (captured ones, after the
+    /// drain) to `out`, in position order.
+    pub fn copy_append(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
         let w = entry_words::<K>();
-        let mut i = 0;
-        while i < n {
+        let mut i = from;
+        while i < to {
             // A block at a time; its words of dead bits, most of them zero.
             let block = self.blocks[self.block_of(i)].load(Ordering::Acquire);
-            let end = n.min(i + self.per_block);
+            let first = i & (self.per_block - 1);
+            let end = to.min(i - first + self.per_block);
             // SAFETY: as in `slot_words`: the block holds `per_block` entries of `w` words
-            // and `end - i <= per_block`.
-            let words =
-                unsafe { std::slice::from_raw_parts(block.cast::<AtomicU64>(), (end - i) * w) };
+            // and `first + (end - i) <= per_block`.
+            let words = unsafe {
+                std::slice::from_raw_parts(block.cast::<AtomicU64>().add(first * w), (end - i) * w)
+            };
             if self.any_dead(i, end) {
-                for j in i..end {
+                for (j, slot) in (i..end).zip(words.chunks_exact(w)) {
                     if !self.dead_bit(j) {
-                        out.push(load_entry(self.slot_words(block, j - i)));
+                        out.push(load_entry(slot));
                     }
                 }
             } else {
@@ -420,14 +469,16 @@ impl<K: SbKey> Run<K> {
             }
             i = end;
         }
-        starts.push(out.len());
-        let late = self.late_head.captured().unwrap_or(0) as usize;
+    }
+
+    /// Appends the live entries among late entries `from..to` (captured ones, after the
+    /// drain) to `out`, in position order.
+    pub fn copy_late(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
         out.extend(
-            (0..late)
+            (from..to)
                 .filter(|&j| !self.late_is_dead(j))
                 .map(|j| self.late_entry(j)),
         );
-        starts.push(out.len());
     }
 
     /// The largest captured position, dead entries included.
@@ -461,10 +512,33 @@ impl<K: SbKey> Run<K> {
 mod tests {
     use super::*;
 
+    /// `find` finds every entry and ranks every position between entries, from the end of
+    /// the run back to its start and across blocks.
+    #[test]
+    fn find_finds_every_entry_and_ranks_every_gap() {
+        let res = Resources::new(4096);
+        let run = Run::<u64>::new(0, None, 3, 64, 1);
+        let n = 150;
+        for c in 0..n {
+            assert!(run.make_room(c, &res));
+            run.write_entry_for_test(c, 10 + 2 * c as u64, c as u64);
+        }
+        for len in [0, 1, 2, 63, 64, 65, n] {
+            for c in 0..len {
+                let key = 10 + 2 * c as u64;
+                assert_eq!(run.find(Pos::of(key, 0, false), len, false), Ok(c));
+                assert_eq!(run.find(Pos::of(key + 1, 0, false), len, false), Err(c + 1));
+            }
+            assert_eq!(run.find(Pos::of(0, 0, false), len, false), Err(0));
+            assert_eq!(run.find(Pos::of(u64::MAX, 0, false), len, false), Err(len));
+        }
+        run.free_blocks(&res);
+    }
+
     /// `any_dead` sees exactly the bits of its range, within a word and across words.
     #[test]
     fn any_dead_checks_exactly_its_range() {
-        let run = Run::<u64>::new(0, 3, 64, 1);
+        let run = Run::<u64>::new(0, None, 3, 64, 1);
         assert!(!run.any_dead(0, 256));
         for bit in [0, 63, 64, 130, 255] {
             run.set_dead_bit(bit, true);

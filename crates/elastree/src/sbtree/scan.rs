@@ -243,11 +243,18 @@ impl<K: SbKey> SbTree<K> {
 
     /// The ascending walk over data blocks within `(lo, hi)`.
     ///
-    /// A body without late entries is read straight to the visitor: its main entries are
-    /// immutable and were in the index when the body was published (and still, or not
-    /// deleted yet, by their dead bits), so no validation must come first; if the block's
-    /// version moved meanwhile, the walk resumes after the last entry handed out. A body with
-    /// late entries (which move under writers) is copied, validated, then handed out.
+    /// A body without late entries is read straight to the visitor once the block's version
+    /// validates after the body was loaded: the body is then the one of the version the walk
+    /// read (with its fences and successor), its main entries are immutable and were in the
+    /// index when it was published (and still, or not deleted yet, by their dead bits), and
+    /// nothing the visitor gets needs checking after. A body with late entries (which move
+    /// under writers) is copied, validated, then handed out.
+    ///
+    /// Validating first matters for the descending walk ([`SbTree::scan_data_down`]): a body
+    /// loaded after the version was read may be what a split left in the block, the lower
+    /// part of the range the walk located the block for; handing out its entries and
+    /// resuming below the last one skipped the upper part, which the split moved to a new
+    /// block on the right.
     fn scan_data_up(
         &self,
         lo: Bound<Pos<K>>,
@@ -273,45 +280,46 @@ impl<K: SbKey> SbTree<K> {
         };
         let (mut block, mut read) = self.data.locate(from, guard);
         loop {
+            #[cfg(test)]
+            hook::before_body(from.key.to_words());
             let body = block.body(guard);
-            let mut last = None;
-            let mut ended = false;
-            let direct = body.is_none_or(|b| b.late_len() == 0);
-            if let Some(body) = body.filter(|_| direct) {
-                // Main entries only: late ones written since `direct` was read are not
-                // handed out unvalidated.
-                body.for_each_from(from, (pairs, false), kernel, |k, t| {
-                    if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
-                        ended = true;
-                        return false;
-                    }
-                    last = Some((k, t));
-                    out.hand(k, t)
-                });
-            } else if let Some(body) = body {
-                let mut batch = out.batch();
-                body.for_each_from(from, (pairs, true), kernel, |k, t| {
-                    batch.offer(k, t, below(Pos::of(k, t, pairs), hi))
-                });
-            }
             let (next, high) = (block.next(), block.high());
-            let valid = read.validate().is_ok();
-            if valid && !direct {
-                // A copied batch is handed out only now.
-                ended |= out.emit();
-            }
+            let ended = match body {
+                Some(body) if body.late_len() > 0 => {
+                    let mut batch = out.batch();
+                    body.for_each_from(from, (pairs, true), kernel, |k, t| {
+                        batch.offer(k, t, below(Pos::of(k, t, pairs), hi))
+                    });
+                    if read.validate().is_err() {
+                        (block, read) = self.data.walk(block, from, false);
+                        continue;
+                    }
+                    // A copied batch is handed out only now.
+                    out.emit()
+                }
+                body => {
+                    // The body, fences and successor of the version read (see the docs).
+                    if read.validate().is_err() {
+                        (block, read) = self.data.walk(block, from, false);
+                        continue;
+                    }
+                    let mut ended = false;
+                    if let Some(body) = body {
+                        // Main entries only: late ones written since the body was looked at
+                        // are not handed out unvalidated.
+                        body.for_each_from(from, (pairs, false), kernel, |k, t| {
+                            if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
+                                ended = true;
+                                return false;
+                            }
+                            out.hand(k, t)
+                        });
+                    }
+                    ended
+                }
+            };
             if ended || out.is_full() {
                 return;
-            }
-            if !valid {
-                if let Some((k, t)) = last {
-                    match Pos::of(k, t, pairs).succ(pairs) {
-                        Some(after) => from = after,
-                        None => return,
-                    }
-                }
-                (block, read) = self.data.walk(block, from, false);
-                continue;
             }
             if next.is_null() || !below(high, hi) {
                 return;
@@ -346,45 +354,52 @@ impl<K: SbKey> SbTree<K> {
                 self.data.locate(probe, guard)
             };
             loop {
+                #[cfg(test)]
+                hook::before_body(probe.key.to_words());
                 let body = block.body(guard);
-                let mut last = None;
-                let mut ended = false;
-                let direct = body.is_none_or(|b| b.late_len() == 0);
-                if let Some(body) = body.filter(|_| direct) {
-                    // Main entries only, as in the ascending walk.
-                    body.for_each_down_from(probe, (pairs, false), kernel, |k, t| {
-                        let at = Pos::of(k, t, pairs);
-                        if strict && at == probe {
-                            return true;
-                        }
-                        if !above(at, lo) {
-                            ended = true;
-                            return false;
-                        }
-                        last = Some(at);
-                        out.hand(k, t)
-                    });
-                } else if let Some(body) = body {
-                    let mut batch = out.batch();
-                    body.for_each_down_from(probe, (pairs, true), kernel, |k, t| {
-                        let at = Pos::of(k, t, pairs);
-                        (strict && at == probe) || batch.offer(k, t, above(at, lo))
-                    });
-                }
                 let low = block.low();
-                let valid = read.validate().is_ok();
-                if valid && !direct {
-                    ended |= out.emit();
-                }
+                let ended = match body {
+                    Some(body) if body.late_len() > 0 => {
+                        let mut batch = out.batch();
+                        body.for_each_down_from(probe, (pairs, true), kernel, |k, t| {
+                            let at = Pos::of(k, t, pairs);
+                            (strict && at == probe) || batch.offer(k, t, above(at, lo))
+                        });
+                        if read.validate().is_err() {
+                            (block, read) = self.data.walk(block, probe, strict);
+                            continue;
+                        }
+                        out.emit()
+                    }
+                    body => {
+                        // The body of the version the walk read, whose range reaches up to
+                        // the probe: a later one may be the lower part a split left here,
+                        // without the positions it moved to the new block on the right
+                        // (see [`SbTree::scan_data_up`]).
+                        if read.validate().is_err() {
+                            (block, read) = self.data.walk(block, probe, strict);
+                            continue;
+                        }
+                        let mut ended = false;
+                        if let Some(body) = body {
+                            // Main entries only, as in the ascending walk.
+                            body.for_each_down_from(probe, (pairs, false), kernel, |k, t| {
+                                let at = Pos::of(k, t, pairs);
+                                if strict && at == probe {
+                                    return true;
+                                }
+                                if !above(at, lo) {
+                                    ended = true;
+                                    return false;
+                                }
+                                out.hand(k, t)
+                            });
+                        }
+                        ended
+                    }
+                };
                 if ended || out.is_full() {
                     return;
-                }
-                if !valid {
-                    if let Some(at) = last {
-                        (probe, strict) = (at, true);
-                    }
-                    (block, read) = self.data.walk(block, probe, strict);
-                    continue;
                 }
                 if low == Pos::MIN || !above(low, lo) {
                     return;
@@ -479,5 +494,117 @@ impl<'v, K: Copy, V: FnMut(K, u64)> Out<'v, K, V> {
             self.visited += 1;
         }
         self.visited == self.limit
+    }
+}
+
+/// Test builds: a hook the data-layer walks run between finding a block (its version read)
+/// and loading its body, the window in which a writer may rewrite or split the block.
+#[cfg(test)]
+pub(super) mod hook {
+    use std::cell::RefCell;
+
+    /// A test's action, given the key words of the walk's probe.
+    type Hook = Box<dyn FnMut([u64; 2])>;
+
+    thread_local! {
+        static BEFORE_BODY: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Installs `hook` for this thread's walks (until [`clear`]).
+    pub fn set(hook: impl FnMut([u64; 2]) + 'static) {
+        BEFORE_BODY.with(|h| *h.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    /// Removes this thread's hook.
+    pub fn clear() {
+        BEFORE_BODY.with(|h| *h.borrow_mut() = None);
+    }
+
+    /// Runs this thread's hook, if any (taken out while it runs, so that it may use the tree).
+    pub fn before_body(probe: [u64; 2]) {
+        let Some(mut hook) = BEFORE_BODY.with(|h| h.borrow_mut().take()) else {
+            return;
+        };
+        hook(probe);
+        BEFORE_BODY.with(|h| {
+            let mut slot = h.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(hook);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sbtree::{Geometry, SbTreeOptions};
+
+    /// A tree of tiny data blocks (4 entries, no late slots at first) holding the keys
+    /// 0, 10, .., 390, all converted into the data layer and indexed.
+    fn tiny_tree() -> Arc<SbTree<u64>> {
+        let geo = Geometry::new::<u64>(&SbTreeOptions::default(), false, Some(4), Some(4));
+        let tree = Arc::new(SbTree::<u64>::new(geo));
+        for k in (0..400).step_by(10) {
+            assert_eq!(tree.insert(k, k), None);
+        }
+        tree.flush();
+        tree.maintain(&mut crate::sbtree::lock(&tree.maintenance));
+        tree
+    }
+
+    /// Scans `[0, 400)` with a writer's split of the block holding 320..350 falling between
+    /// the walk's look at that block and its read of the body (the hook inserts 335 there
+    /// once, at the walk's probe `at`): every key loaded before must be visited, in order.
+    fn scan_across_a_split(descending: bool, at: u64) {
+        let tree = tiny_tree();
+        let fired = Rc::new(Cell::new(false));
+        {
+            let (tree, fired) = (Arc::clone(&tree), Rc::clone(&fired));
+            hook::set(move |probe| {
+                if !fired.get() && probe == [0, at] {
+                    fired.set(true);
+                    // Below the frontier: a delayed insert into the full block 320..350,
+                    // which has no late slot, so the block is rewritten and split.
+                    assert_eq!(tree.insert(335, 335), None);
+                }
+            });
+        }
+        let mut seen = Vec::new();
+        let lower = Bound::Included(Pos { key: 0, tid: 0 });
+        let upper = Bound::Excluded(Pos { key: 400, tid: 0 });
+        tree.scan(lower, upper, descending, usize::MAX, &mut |k, _| {
+            seen.push(k)
+        });
+        hook::clear();
+        assert!(fired.get(), "the split happened inside the walk");
+        if descending {
+            seen.reverse();
+        }
+        assert!(
+            seen.windows(2).all(|p| p[0] < p[1]),
+            "in order, no repeats: {seen:?}"
+        );
+        let missed: Vec<u64> = (0..400).step_by(10).filter(|k| !seen.contains(k)).collect();
+        assert!(missed.is_empty(), "missed {missed:?}; saw {seen:?}");
+    }
+
+    /// A descending walk that located the block 320..350 for the probe 360 and then read the
+    /// body the split left there (320..335) must still visit 340 and 350, which moved to the
+    /// split's new block.
+    #[test]
+    fn a_descending_scan_visits_the_upper_half_of_a_block_split_under_it() {
+        scan_across_a_split(true, 360);
+    }
+
+    /// The ascending walk across the same split (its resumption after the last entry handed
+    /// out follows the block's new high fence to the new block).
+    #[test]
+    fn an_ascending_scan_visits_the_upper_half_of_a_block_split_under_it() {
+        scan_across_a_split(false, 320);
     }
 }

@@ -151,6 +151,7 @@ impl<K: SbKey> Segment<K> {
             .add(Run::<K>::bytes(self.run_blocks, self.per_block, MAX_RUNS));
         let run = Box::into_raw(Box::new(Run::new(
             slot,
+            self.lower,
             self.run_blocks,
             self.per_block,
             MAX_RUNS,
@@ -221,6 +222,36 @@ impl<K: SbKey> Segment<K> {
             run.captured_entries(&mut entries, &mut starts);
         }
         merge_sorted(entries, &starts, pairs)
+    }
+
+    /// The captured entries in position order, for the conversion to read in chunks
+    /// (after [`Segment::seal`]): read in place when one part of one run holds them all
+    /// (a segment one thread filled in order), else merged into one vector.
+    pub fn captured(&self, pairs: bool) -> Captured<'_, K> {
+        let mut parts = (0..self.used())
+            .filter_map(|slot| self.run(slot))
+            .flat_map(|run| {
+                let append = run.head.captured().unwrap_or(0) as usize;
+                let late = run.late_head.captured().unwrap_or(0) as usize;
+                [(run, false, append), (run, true, late)]
+            })
+            .filter(|&(_, _, len)| len > 0);
+        match (parts.next(), parts.next()) {
+            (None, _) => Captured::Merged {
+                entries: Vec::new(),
+                next: 0,
+            },
+            (Some((run, late, end)), None) => Captured::Part {
+                run,
+                late,
+                next: 0,
+                end,
+            },
+            (Some(_), Some(_)) => Captured::Merged {
+                entries: self.captured_entries(pairs),
+                next: 0,
+            },
+        }
     }
 
     /// The published lengths of the runs' append parts, clamped to what is in the segment
@@ -347,6 +378,66 @@ impl<K: SbKey> Segment<K> {
             });
         }
         live
+    }
+}
+
+/// A sealed segment's captured entries in position order, handed out in chunks
+/// ([`Captured::fill`]) so that the conversion builds bodies from a small buffer instead of
+/// a copy of the whole segment.
+pub enum Captured<'s, K: SbKey> {
+    /// Every captured entry is in one part of one run (its append run, or `late`: its late
+    /// run), entries `next..end` still to hand out (dead ones skipped).
+    Part {
+        /// The run.
+        run: &'s Run<K>,
+        /// Whether the part is the late run.
+        late: bool,
+        /// The next entry of the part to hand out.
+        next: usize,
+        /// The part's captured length.
+        end: usize,
+    },
+    /// Several parts, merged: `entries[next..]` still to hand out.
+    Merged {
+        /// Every live captured entry, sorted.
+        entries: Vec<(K, u64)>,
+        /// The next one to hand out.
+        next: usize,
+    },
+}
+
+impl<K: SbKey> Captured<'_, K> {
+    /// Entries left to hand out (dead ones of an unmerged part included).
+    pub fn remaining(&self) -> usize {
+        match self {
+            Self::Part { next, end, .. } => end - next,
+            Self::Merged { entries, next } => entries.len() - next,
+        }
+    }
+
+    /// Appends the next live entries, from at most `want` captured ones, to `out`.
+    pub fn fill(&mut self, out: &mut Vec<(K, u64)>, want: usize) {
+        match self {
+            Self::Part {
+                run,
+                late,
+                next,
+                end,
+            } => {
+                let to = (*next + want).min(*end);
+                if *late {
+                    run.copy_late(*next, to, out);
+                } else {
+                    run.copy_append(*next, to, out);
+                }
+                *next = to;
+            }
+            Self::Merged { entries, next } => {
+                let to = (*next + want).min(entries.len());
+                out.extend_from_slice(&entries[*next..to]);
+                *next = to;
+            }
+        }
     }
 }
 

@@ -16,8 +16,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+use super::key::entry_words;
 use super::key::{Pos, SbKey};
-use super::protocol::Settled;
+use super::protocol::{int, Settled};
 use super::run::{Owner, Run};
 use super::segment::{Place, Segment};
 use super::tree::SbTree;
@@ -142,24 +143,22 @@ const CEILING_AHEAD: u64 = 64;
 
 impl<K: SbKey> SbTree<K> {
     /// The shortcut: appends `(key, tid)` to this thread's run if it has one in the
-    /// frontier, the position is above the run's last and the run has room; `None` when the
-    /// insert must take the slow path.
-    #[inline]
+    /// frontier, the position is above the run's last (and the segment's lower bound) and
+    /// the run's current block has room; `None` when the insert must take the slow path.
+    /// Its tests read only the owner's state ([`Owner`]): one comparison of positions, one
+    /// of counts.
+    #[inline(always)]
     pub fn append_fast(&self, key: K, tid: u64) -> Option<Option<u64>> {
         let (run, segment) = held(self.id)?;
         // SAFETY: a held run and segment stay allocated until this thread lets go of them
         // (module docs); the types are this tree's.
         let (run, segment) = unsafe { (&*run.cast::<Run<K>>(), &*segment.cast::<Segment<K>>()) };
-        let pos = Pos::of(key, tid, self.geo.pairs);
-        if !segment.holds(pos) {
-            return None;
-        }
         // SAFETY: this thread owns the run.
         let owner = unsafe { run.owner() };
-        if owner.last.is_some_and(|last| pos <= last) {
-            return None;
-        }
-        if owner.count >= owner.limit {
+        let pos = Pos::of(key, tid, self.geo.pairs);
+        // `floor` is the last append's position, above the segment's lower bound, or before
+        // the first append the lower bound itself: one test for both.
+        if pos <= owner.floor || owner.count >= owner.limit {
             return None;
         }
         match self.append(segment, run, owner, key, tid) {
@@ -205,7 +204,7 @@ impl<K: SbKey> SbTree<K> {
 
     /// Appends `(key, tid)`, whose position is above the run's last one, to the owner's
     /// run: the protocol of `protocol.rs`, then the peers' check. The run has room and the
-    /// block for its next entry ([`Run::make_room`]).
+    /// block for its next entry (`count < limit`, `next` its slot: [`Run::make_room`]).
     #[inline(always)]
     pub fn append(
         &self,
@@ -218,25 +217,24 @@ impl<K: SbKey> SbTree<K> {
         let c = owner.count;
         let pos = Pos::of(key, tid, self.geo.pairs);
         run.head.begin();
-        run.write_entry(c as usize, key, tid);
-        if c == 0 {
-            owner.first = key;
-        }
-        let (first, n) = (owner.first, c + 1);
-        let ahead = || K::project(first, key, n, CEILING_AHEAD).to_words();
-        if c == 0 {
-            run.head.widen(key.to_words(), ahead);
-        } else {
-            // Appends ascend: past the first, only the ceiling can move.
-            run.head.widen_up(key.to_words(), ahead);
+        // SAFETY: `count < limit`, so `next` is entry `c`'s slot in a block of the run.
+        unsafe { run.write_at(owner.next, key, tid) };
+        let words = key.to_words();
+        if c == 0 || int(words) > owner.ceiling {
+            self.widen(run, owner, key);
         }
         run.head.publish(c + 1);
         if run.head.settle(&segment.head, c) == Settled::Dropped {
+            // The segment is sealed: no append follows in it.
+            owner.limit = c;
             run.head.end();
             return Inserted::Dropped;
         }
         owner.count = c + 1;
-        owner.last = Some(pos);
+        owner.floor = pos;
+        // Within the block (`c + 1 < limit`) or one past its end, which the shortcut does
+        // not use (`count == limit`): the slow path sets it again with the next block.
+        owner.next = owner.next.wrapping_add(entry_words::<K>());
         let result = self.check_peers(
             segment,
             run,
@@ -249,6 +247,27 @@ impl<K: SbKey> SbTree<K> {
         );
         run.head.end();
         Inserted::Done(result)
+    }
+
+    /// Widens the run's key range to cover `key`, the run's first append or one above its
+    /// ceiling (before the publication: see `protocol.rs`), and updates the owner's copy of
+    /// the ceiling.
+    #[cold]
+    #[inline(never)]
+    fn widen(&self, run: &Run<K>, owner: &mut Owner<K>, key: K) {
+        let c = owner.count;
+        if c == 0 {
+            owner.first = key;
+        }
+        let (first, n) = (owner.first, c + 1);
+        let ahead = || K::project(first, key, n, CEILING_AHEAD).to_words();
+        if c == 0 {
+            run.head.widen(key.to_words(), ahead);
+        } else {
+            // Appends ascend: past the first, only the ceiling can move.
+            run.head.widen_up(key.to_words(), ahead);
+        }
+        owner.ceiling = run.head.ceiling_int();
     }
 
     /// Inserts `(key, tid)`, whose position is in the segment but not above the run's last

@@ -243,9 +243,12 @@ impl<K: SbKey> SbTree<K> {
         };
         // SAFETY: this thread owns the run it got from `run_in`.
         let owner = unsafe { run.owner() };
-        let inserted = if owner.last.is_none_or(|last| pos > last) {
-            if run.make_room(owner.count as usize, &self.res) {
-                owner.limit = run.room_end(owner.count as usize);
+        // Above the run's last append (any position in the segment before the first one).
+        let inserted = if owner.count == 0 || pos > owner.floor {
+            let c = owner.count as usize;
+            if run.make_room(c, &self.res) {
+                owner.limit = run.room_end(c);
+                owner.next = run.slot_ptr(c);
                 self.append(segment, run, owner, key, tid)
             } else {
                 Inserted::Full
@@ -406,14 +409,14 @@ impl<K: SbKey> SbTree<K> {
     /// It waits for the earlier conversions before it pins: a caller that is not pinned
     /// does not hold back the epoch while it waits.
     fn convert(&self, segment: &Segment<K>, next: &Segment<K>) {
-        let entries = segment.captured_entries(self.geo.pairs);
+        let mut entries = segment.captured(self.geo.pairs);
         let wait = SpinWait::new();
         while self.converted.load(Ordering::Acquire) + 1 != segment.seq {
             wait.wait();
         }
-        self.adapt_late_level(entries.len());
-        self.data.append(&entries, &epoch::pin());
-        self.counters.converted.add(entries.len() as isize);
+        self.adapt_late_level(entries.remaining());
+        let added = self.data.append(&mut entries, &epoch::pin());
+        self.counters.converted.add(added as isize);
         segment.converted.store(true, Ordering::Release);
         self.converted.store(segment.seq, Ordering::Release);
         next.prev.store(std::ptr::null_mut(), Ordering::Release);
