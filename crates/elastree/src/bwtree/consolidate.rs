@@ -362,29 +362,11 @@ impl BwTree {
         set_sibling(left.node, right_id);
         self.bytes.of(0).add(right.size + left.size);
         let (left, right) = (Link::base(left.node), Link::base(right.node));
-        self.table.set(right_id, right);
-        let new = NewDelta {
-            kind: Kind::Split,
-            level: 0,
-            key: split_key,
-            high: high.as_ref().map(Key::of),
-            value: right_id,
-            spot: Spot::UNKNOWN,
-        };
-        let delta = self.new_delta(&new, top);
-        if !self.table.cas(id, top, delta) {
-            self.discard(delta, false);
-            self.table.set(right_id, Link::NULL);
-            self.discard(right, true);
+        let posted = (0, split_key, high.as_ref().map(Key::of));
+        let Some(delta) = self.post_split(id, top, (right_id, right), posted, guard) else {
             self.discard(left, true);
-            self.table.retire(right_id, guard);
             return Some(false);
-        }
-        // SAFETY: just installed; it stays allocated while this thread is pinned.
-        if let Target::Delta(split) = unsafe { delta.target() } {
-            self.help_split(0, split, guard);
-        }
-        self.splits.fetch_add(1, Relaxed);
+        };
         let now = self.table.get(id);
         if now == delta && self.table.cas(id, now, left) {
             self.retire(now, guard);
@@ -442,28 +424,14 @@ impl BwTree {
             (Some(&separator), shape.high.as_ref()),
             shape.right,
         );
-        self.table.set(right_id, right);
-        let new = NewDelta {
-            kind: Kind::Split,
-            level: shape.level,
-            key: Key::of(&separator),
-            high: shape.high.as_ref().map(Key::of),
-            value: right_id,
-            spot: Spot::UNKNOWN,
-        };
-        let delta = self.new_delta(&new, top);
-        if !self.table.cas(id, top, delta) {
-            self.discard(delta, false);
-            self.table.set(right_id, Link::NULL);
-            self.discard(right, true);
-            self.table.retire(right_id, guard);
+        let posted = (
+            shape.level,
+            Key::of(&separator),
+            shape.high.as_ref().map(Key::of),
+        );
+        let Some(delta) = self.post_split(id, top, (right_id, right), posted, guard) else {
             return;
-        }
-        // SAFETY: just installed; it stays allocated while this thread is pinned.
-        if let Target::Delta(split) = unsafe { delta.target() } {
-            self.help_split(shape.level, split, guard);
-        }
-        self.splits.fetch_add(1, Relaxed);
+        };
         let now = self.table.get(id);
         // A leaf's left half, built from the entries at hand: what consolidating its chain
         // (the Split on the chain split) would build, if no other thread changed the page
@@ -498,6 +466,44 @@ impl BwTree {
             self.discard(root, true);
             self.table.retire(child, guard);
         }
+    }
+
+    /// Publishes `right` as page `right_id` and installs on `id` (whose chain top is `top`)
+    /// the Split delta `(level, separator, high fence)` that moves the range above the
+    /// separator there; helps post the parent's index entry and counts the split. Returns
+    /// the installed delta, or `None` when the compare-and-swap lost: the delta and `right`
+    /// are discarded and `right_id` retired (the caller discards what else it built).
+    fn post_split(
+        &self,
+        id: PageId,
+        top: Link,
+        (right_id, right): (PageId, Link),
+        (level, separator, high): (u16, Key<'_>, Option<Key<'_>>),
+        guard: &Guard,
+    ) -> Option<Link> {
+        self.table.set(right_id, right);
+        let new = NewDelta {
+            kind: Kind::Split,
+            level,
+            key: separator,
+            high,
+            value: right_id,
+            spot: Spot::UNKNOWN,
+        };
+        let delta = self.new_delta(&new, top);
+        if !self.table.cas(id, top, delta) {
+            self.discard(delta, false);
+            self.table.set(right_id, Link::NULL);
+            self.discard(right, true);
+            self.table.retire(right_id, guard);
+            return None;
+        }
+        // SAFETY: just installed; it stays allocated while this thread is pinned.
+        if let Target::Delta(split) = unsafe { delta.target() } {
+            self.help_split(level, split, guard);
+        }
+        self.splits.fetch_add(1, Relaxed);
+        Some(delta)
     }
 
     /// Makes sure the parent (at `level + 1`) routes the range that `split` (a Split delta
