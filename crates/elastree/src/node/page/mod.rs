@@ -180,13 +180,14 @@ pub(super) fn alloc_page(
     (node, size)
 }
 
-/// Allocates a page of `bytes` bytes at `level` for a build that lays out all of it before it is
-/// shared ([`PageImage::build`], [`patch`](patch::patch), the pages of a split and a grown
-/// page): only its header and shape word are written here (the size, a capacity of 0); the build sets the shape again, writes the meta word,
-/// the inline prefix words, the fence word, every vector slot below the count and the bin from its
-/// first byte in use, then [`Page::zero_unwritten`] zeroes the rest. Unlike [`alloc_page`]'s, the
-/// page's bytes are not zeroed first (a page is most of a consolidation's allocation, and the build
-/// overwrites nearly all of it). Returns it and its size.
+/// Allocates a page of `bytes` bytes at `level` for a build that lays out all of it before it
+/// is shared ([`PageImage::build`], [`patch`](patch::patch), the pages of a split and a grown
+/// page): only its header and shape word are written here (the size, a capacity of 0); the
+/// build sets the shape again, writes the meta word, the inline prefix words, the fence word,
+/// every vector slot below the count and the bin from its first byte in use, then
+/// [`Page::zero_unwritten`] zeroes the rest. Unlike [`alloc_page`]'s, the page's bytes are not
+/// zeroed first (a page is most of a consolidation's allocation, and the build overwrites
+/// nearly all of it). Returns it and its size.
 pub(super) fn alloc_built_page(
     config: &PageConfig,
     level: u16,
