@@ -25,6 +25,7 @@ started=$SECONDS
 # One line per step: its seconds (or FAILED), a tab, its name.
 times=$(mktemp)
 beside_log=$(mktemp)
+memcheck_log=$(mktemp)
 
 # step NAME COMMAND...: runs COMMAND as one timed step and returns its status. (Callers may
 # run it inside `&&` or `||`, where bash ignores `set -e`: every function a step runs checks
@@ -46,12 +47,20 @@ step() {
 # The steps run beside the tests, while they run (stopped if the script is interrupted).
 beside_pid=""
 
+# kill_tree PID: stops PID and every process below it (the lanes' valgrind, cargo and tests).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do
+    kill_tree "$child"
+  done
+  kill -TERM "$1" 2>/dev/null || true
+}
+
 # The table of step times, also when a step fails (that step is marked).
 report() {
   local status=$?
   if [ -n "$beside_pid" ] && kill -0 "$beside_pid" 2>/dev/null; then
-    pkill -TERM -P "$beside_pid" 2>/dev/null || true
-    kill "$beside_pid" 2>/dev/null || true
+    kill_tree "$beside_pid"
   fi
   printf '\n=== step times\n'
   printf '%-64s %8s\n' "step" "seconds"
@@ -60,7 +69,7 @@ report() {
     printf '%-64s %8s\n' "$name" "$seconds"
   done <"$times"
   printf '%-64s %8d\n' "total" $((SECONDS - started))
-  rm -f "$times" "$beside_log"
+  rm -f "$times" "$beside_log" "$memcheck_log"
   exit "$status"
 }
 trap report EXIT
@@ -107,13 +116,26 @@ asan() {
     cargo test -p elastree --target "$host" --test stress
 }
 
-# The steps that run beside the workspace tests, one after the other, their output kept in
-# a log that is printed once the tests are done.
-beside() {
+# The steps that run beside the workspace tests, in two lanes: memcheck (valgrind runs one
+# thread at a time, so it leaves a core to the rest) and, one after the other, loom and ASan.
+# Each lane's output is kept in a log of its own, printed once the tests are done.
+memcheck_lane() {
+  step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck
+}
+loom_asan_lane() {
   local status=0
-  step "  beside: valgrind memcheck (model tests, nodes, epochs; 5% scale)" memcheck || status=1
   step "  beside: loom model checks (version lock, writer gate, SB-tree seal, Bw-tree installs)" loom || status=1
   step "  beside: AddressSanitizer (stress tests, 1 seed)" asan || status=1
+  return "$status"
+}
+beside() {
+  local status=0 lane_pid
+  memcheck_lane >"$memcheck_log" 2>&1 &
+  lane_pid=$!
+  loom_asan_lane || status=1
+  wait "$lane_pid" || status=1
+  printf '\n--- memcheck lane\n'
+  cat "$memcheck_log"
   return "$status"
 }
 

@@ -667,13 +667,28 @@ fn moved_splits_equal_splits_rebuilt_from_whole_keys() {
         let mut node = empty(&config);
         let mut fences: (Option<VarKey>, Option<VarKey>) = (None, None);
         let mut value = 0;
+        let mut outside = 0;
         for _ in 0..12 {
             // Fill the page with keys within its fences, growing it while it is below the
             // largest size, then split it and go on with one of its halves.
             loop {
                 // SAFETY: owned by this test.
                 let leaf = unsafe { node.as_ref() };
-                let (key, tid) = draw(&mut rng);
+                // Once the fences are narrow most fresh draws fall outside them: after a miss,
+                // every other candidate is a key on the page with its last byte redrawn or one
+                // byte appended (usually within them).
+                let (key, tid) = if outside % 2 == 1 && leaf.count() > 0 {
+                    let on_page = PageRepr::key_at(leaf, &config, rng.gen_range(0..leaf.count()));
+                    let mut key = on_page.bytes;
+                    let byte = alphabet[rng.gen_range(0..8)];
+                    if key.len() >= 40 || rng.gen_bool(0.3) {
+                        key.pop();
+                    }
+                    key.push(byte);
+                    (key, if with_tid { rng.gen_range(0..4) } else { 0 })
+                } else {
+                    draw(&mut rng)
+                };
                 let probe_key = VarKey {
                     bytes: key.clone(),
                     tid: with_tid.then_some(tid),
@@ -681,8 +696,10 @@ fn moved_splits_equal_splits_rebuilt_from_whole_keys() {
                 let within = fences.0.as_ref().is_none_or(|low| *low <= probe_key)
                     && fences.1.as_ref().is_none_or(|high| probe_key < *high);
                 if !within {
+                    outside += 1;
                     continue;
                 }
+                outside = 0;
                 let probe = VarProbe::new(&key, with_tid.then_some(tid));
                 let hit = PageRepr::search(leaf, &config, probe);
                 if hit.found {
