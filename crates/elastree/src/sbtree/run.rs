@@ -427,21 +427,6 @@ impl<K: SbKey> Run<K> {
         self.late_head.set_captured(self.late_len() as u64);
     }
 
-    /// Entries the sealer captured, append and late, dead ones included.
-    pub fn captured_len(&self) -> usize {
-        (self.head.captured().unwrap_or(0) + self.late_head.captured().unwrap_or(0)) as usize
-    }
-
-    /// Appends the live entries the sealer captured (after the drain) to `out`: the append
-    /// run's, then the late run's, each in position order, pushing to `starts` where each
-    /// part ends (the next one's start).
-    pub fn captured_entries(&self, out: &mut Vec<(K, u64)>, starts: &mut Vec<usize>) {
-        self.copy_append(0, self.head.captured().unwrap_or(0) as usize, out);
-        starts.push(out.len());
-        self.copy_late(0, self.late_head.captured().unwrap_or(0) as usize, out);
-        starts.push(out.len());
-    }
-
     /// Appends the live entries among append entries `from..to` (captured ones, after the
     /// drain) to `out`, in position order.
     pub fn copy_append(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
