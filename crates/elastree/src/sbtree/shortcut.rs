@@ -376,7 +376,7 @@ impl<K: SbKey> SbTree<K> {
             let cached = owner.gaps[slot].is_some_and(|(lo, hi)| lo < pos && pos < hi);
             if !cached && peer.head.covers(key) {
                 let n = peer.head.published() as usize;
-                match peer.find(pos, n, pairs) {
+                match peer.find_from_top(pos, n, pairs) {
                     Ok(i) if !peer.is_dead(i) => {
                         return self.resolve(
                             segment,
