@@ -299,7 +299,7 @@ impl<K: SbKey> Run<K> {
 
     /// Writes append entry `i` (tests: its block exists).
     #[cfg(test)]
-    fn write_entry_for_test(&self, i: usize, key: K, tid: u64) {
+    pub fn write_entry_for_test(&self, i: usize, key: K, tid: u64) {
         store_entry(self.append_slot(i), key, tid);
     }
 

@@ -1,8 +1,8 @@
 //! Segments: the paper's segmented block. The newest segment (the *frontier*) takes every
 //! entry above its lower bound, each thread appending to its own run; when a run fills, the
 //! segment is sealed, a new segment whose lower bound is the sealed one's largest position
-//! takes over, and the sealed segment is merged, sorted and cut into data blocks appended
-//! to the data layer.
+//! takes over, and the sealed segment's runs (each a sorted append part and a sorted late
+//! part) are merged and cut into data blocks appended to the data layer.
 //!
 //! # The chain
 //!
@@ -498,6 +498,77 @@ impl<K: SbKey> Drop for Segment<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sealed segment's parts (append runs interleaved in stretches, late runs, a
+    /// position in two runs dead in one) come out in position order, live entries only,
+    /// whatever the chunks asked for.
+    #[test]
+    fn captured_parts_merge_in_position_order() {
+        let res = Resources::new(4096);
+        let runs: Vec<Run<u64>> = (0..3).map(|slot| Run::new(slot, None, 3, 64, 3)).collect();
+        let mut expected = Vec::new();
+        for (r, run) in runs.iter().enumerate() {
+            // Stretches of 5 keys, the runs' stretches side by side: 1000 + 100 b + 10 r + i.
+            let keys: Vec<u64> = (0..30)
+                .flat_map(|b| (0..5).map(move |i| 1000 + b * 100 + r as u64 * 10 + i))
+                .collect();
+            for (c, &key) in keys.iter().enumerate() {
+                assert!(run.make_room(c, &res));
+                run.write_entry_for_test(c, key, key);
+            }
+            run.head.publish(keys.len() as u64);
+            expected.extend(keys.iter().map(|&k| (k, k)));
+            // Late entries below the stretches and between them, in position order.
+            let mut late: Vec<u64> = (0..4).map(|j| r as u64 * 300 + j * 7 + 5).collect();
+            if r == 2 {
+                // Run 1's key 1013 too: the pair met, and run 1's copy was deleted (below).
+                late.push(1013);
+            }
+            for (j, &key) in late.iter().enumerate() {
+                assert!(run.late_insert(j, key, key, &res));
+            }
+            expected.extend(late.iter().map(|&k| (k, k)));
+            run.head.capture();
+            run.capture_late();
+        }
+        // Run 1's entry 3 is its key 1013.
+        runs[1].kill(3);
+        let dead = expected
+            .iter()
+            .position(|&e| e == (1013, 1013))
+            .expect("1013");
+        expected.remove(dead);
+        let mut fill_sizes = [1, 7, 64, 3, 200].into_iter().cycle();
+        let parts = runs
+            .iter()
+            .flat_map(|run| {
+                let append = run.head.captured().unwrap_or(0) as usize;
+                let late = run.late_head.captured().unwrap_or(0) as usize;
+                [(run, false, append), (run, true, late)]
+            })
+            .map(|(run, late, end)| Part {
+                run,
+                late,
+                next: 0,
+                end,
+            })
+            .collect();
+        let mut captured = Captured {
+            parts,
+            pairs: false,
+        };
+        let mut out = Vec::new();
+        while captured.remaining() > 0 {
+            let before = captured.remaining();
+            captured.fill(&mut out, fill_sizes.next().expect("cycled"));
+            assert!(captured.remaining() < before, "every fill moves on");
+        }
+        expected.sort_unstable();
+        assert_eq!(out, expected);
+        for run in &runs {
+            run.free_blocks(&res);
+        }
+    }
 
     /// `gallop` finds the end of every prefix, from the first index to the whole range.
     #[test]
