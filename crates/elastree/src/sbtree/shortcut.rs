@@ -357,9 +357,7 @@ impl<K: SbKey> SbTree<K> {
             // Our run is in slot 0 or 1; an unstored slot's owner fences after us and checks
             // our run.
             let slot = 1 - run.slot;
-            let Some(peer) = segment.run(slot) else {
-                return None;
-            };
+            let peer = segment.run(slot)?;
             let key = pos.key.to_words();
             let cached = owner.gaps[slot].is_some_and(|(lo, hi)| lo < pos && pos < hi);
             let append_clear = cached || !peer.head.covers(key);
