@@ -6,7 +6,11 @@
 //! Arguments: `[keys] [kind] [phases]` (default 10000000 sbtree all): `phases` is `load`,
 //! `scan` (load, then 100-key scans) or `all` (load, lookups, scans). Environment:
 //! `DELAY=f` loads `tsensor:f` (that fraction of keys 16 to 16,384 keys late);
-//! `THREADS=n` loads on `n` threads taking batches of 256 keys in arrival order.
+//! `THREADS=n` loads on `n` threads taking batches of 256 keys in arrival order; `YIELD=1`
+//! has each yield after every batch (under valgrind, which runs one thread at a time, the
+//! threads then take turns batch by batch, as they interleave on two cores). The CPU
+//! time per key of each inserting thread and of the maintenance thread over the load goes
+//! to standard error (Linux).
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,30 +45,66 @@ fn keys(n: usize, delay: f64) -> Vec<[u8; 8]> {
         .collect()
 }
 
-/// Loads `keys` (tid = position) on `threads` threads; returns Mops/s.
-fn load(index: &dyn Index, keys: &[[u8; 8]], threads: usize) -> f64 {
+/// The CPU seconds of the thread whose `/proc` directory is `dir` (its scheduler's count of
+/// nanoseconds on a CPU), and its name (Linux; `None` elsewhere).
+fn thread_cpu(dir: &std::path::Path) -> Option<(String, f64)> {
+    let stat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+    let name = std::fs::read_to_string(dir.join("comm")).ok()?;
+    let ns = stat.split(' ').next()?.parse::<f64>().ok()?;
+    Some((name.trim().to_string(), ns / 1e9))
+}
+
+/// The CPU seconds of every thread of the process now, by name.
+fn threads_cpu() -> Vec<(String, f64)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks.filter_map(|t| thread_cpu(&t.ok()?.path())).collect()
+}
+
+/// Loads `keys` (tid = position) on `threads` threads; returns Mops/s and the CPU seconds
+/// each inserting thread used (read as it ends).
+fn load(index: &dyn Index, keys: &[[u8; 8]], threads: usize) -> (f64, Vec<f64>) {
     let start = Instant::now();
+    let mut cpu = Vec::new();
+    let own = || thread_cpu(std::path::Path::new("/proc/thread-self")).map_or(0.0, |c| c.1);
     if threads == 1 {
+        let before = own();
         for (tid, key) in keys.iter().enumerate() {
             index.insert(key, tid as u64).expect("insert");
         }
+        cpu.push(own() - before);
     } else {
         let next = AtomicUsize::new(0);
+        let yield_batches = std::env::var_os("YIELD").is_some();
         std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| loop {
-                    let first = next.fetch_add(256, Ordering::Relaxed);
-                    if first >= keys.len() {
-                        break;
-                    }
-                    for (tid, key) in keys.iter().enumerate().skip(first).take(256) {
-                        index.insert(key, tid as u64).expect("insert");
-                    }
-                });
-            }
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        loop {
+                            let first = next.fetch_add(256, Ordering::Relaxed);
+                            if first >= keys.len() {
+                                break;
+                            }
+                            for (tid, key) in keys.iter().enumerate().skip(first).take(256) {
+                                index.insert(key, tid as u64).expect("insert");
+                            }
+                            if yield_batches {
+                                std::thread::yield_now();
+                            }
+                        }
+                        own()
+                    })
+                })
+                .collect();
+            cpu.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("an inserting thread")),
+            );
         });
     }
-    keys.len() as f64 / start.elapsed().as_secs_f64() / 1e6
+    (keys.len() as f64 / start.elapsed().as_secs_f64() / 1e6, cpu)
 }
 
 fn main() {
@@ -79,8 +119,31 @@ fn main() {
         .key_len(KeyLen::Fixed(8))
         .build()
         .expect("build");
-    let loaded = load(&*index, &keys, threads);
+    let maintainer_before: f64 = threads_cpu()
+        .iter()
+        .filter(|(name, _)| name.starts_with("sbtree-maint"))
+        .map(|c| c.1)
+        .sum();
+    let (loaded, inserters) = load(&*index, &keys, threads);
+    let maintainer: f64 = threads_cpu()
+        .iter()
+        .filter(|(name, _)| name.starts_with("sbtree-maint"))
+        .map(|c| c.1)
+        .sum::<f64>()
+        - maintainer_before;
     index.quiesce().expect("maintenance");
+    // CPU nanoseconds per key of the inserting threads and of the maintenance thread (the
+    // background conversions), over the load.
+    let per_key = |secs: f64| secs * 1e9 / keys.len() as f64;
+    let inserting: Vec<String> = inserters
+        .iter()
+        .map(|&s| format!("{:.1}", per_key(s)))
+        .collect();
+    eprintln!(
+        "cpu ns/key: inserting threads [{}], maintenance thread {:.1}",
+        inserting.join(", "),
+        per_key(maintainer)
+    );
     print!("{kind}: load {loaded:.2} Mops/s");
     let mut rng = Rng(99);
     let probes: Vec<&[u8; 8]> = (0..1_000_000)

@@ -24,12 +24,14 @@ pub struct SbTreeOptions {
     /// 4096; a multiple of 64 from 256 to 65536). A shared `leaf_capacity` overrides it
     /// with the smallest block that holds that many entries (for tests).
     pub block_bytes: usize,
-    /// Blocks of one thread's run before its segment is sealed (default 64: a segment
-    /// seals after about 16,000 in-order appends of one thread). Every seal drops the
+    /// Blocks of one thread's run before its segment is sealed (default 256: a segment
+    /// seals after about 65,000 in-order appends of one thread). Every seal drops the
     /// entries other threads have yet to append below the sealed segment's largest one
-    /// into the data layer (as delayed entries, after the segment's conversion): with two
-    /// threads appending batches of 256 keys, 16 blocks made 1.7% of the keys delayed, 64
-    /// make 0.1 to 0.7%; delayed workloads seal on their late runs and see no change.
+    /// into the data layer (as delayed entries, after the segment's conversion, each a
+    /// rewrite of a data block): with two threads appending batches of 256 keys, 16 blocks
+    /// made 1.7% of the keys delayed, 64 made 0.2 to 0.6% (about 600 seals in 10M keys),
+    /// 256 make 0.15% (about 140 seals); delayed workloads seal on their late runs and
+    /// see no change. A run's blocks are allocated as it grows.
     pub run_blocks: usize,
     /// Slots for late entries in a data block rebuilt for one (default 16).
     pub late_slots: usize,
@@ -47,7 +49,7 @@ impl Default for SbTreeOptions {
     fn default() -> Self {
         Self {
             block_bytes: 4096,
-            run_blocks: 64,
+            run_blocks: 256,
             late_slots: 16,
             bucket: 16,
             fanout: 16,

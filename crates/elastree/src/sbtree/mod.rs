@@ -11,7 +11,7 @@
 //!  data layer     data blocks in key order, each a header (lock, next, fences) and a
 //!                 4 KiB body: N-ary search table, keys, tids, late slots  (block.rs, body.rs)
 //!       ^
-//!       | conversion: merge, sort, cut into data blocks, append at the end (segment.rs)
+//!       | conversion: merge the runs' sorted parts, cut into data blocks, append at the end
 //!       |
 //!  segments       the frontier takes every entry above its lower bound; sealed ones wait
 //!                 for their conversion. A segment is a set of runs, one per thread:
@@ -36,10 +36,11 @@
 //! * **The seal**: when a run fills (or every run slot of the segment is taken), its thread
 //!   seals the segment ([`protocol`]), installs a new frontier whose lower bound is the sealed
 //!   segment's largest position, and queues the sealed one for its conversion: its runs are
-//!   merged and sorted and appended to the data layer as full blocks (keys as 32-bit offsets
-//!   when they fit). The maintenance thread converts, so an inserting thread keeps appending
-//!   meanwhile; inserts that leave the shortcut convert too while more than two segments
-//!   wait, and whoever converts extends the search layer over the new blocks.
+//!   read in place, their sorted parts merged as the bodies are built, and appended to the
+//!   data layer as full blocks (keys as 32-bit offsets when they fit). The maintenance
+//!   thread converts, so an inserting thread keeps appending meanwhile; inserts that leave
+//!   the shortcut convert too while more than two segments wait, and whoever converts
+//!   extends the search layer over the new blocks.
 //!
 //! # Reads
 //!

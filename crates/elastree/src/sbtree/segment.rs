@@ -1,8 +1,8 @@
 //! Segments: the paper's segmented block. The newest segment (the *frontier*) takes every
 //! entry above its lower bound, each thread appending to its own run; when a run fills, the
 //! segment is sealed, a new segment whose lower bound is the sealed one's largest position
-//! takes over, and the sealed segment is merged, sorted and cut into data blocks appended
-//! to the data layer.
+//! takes over, and the sealed segment's runs (each a sorted append part and a sorted late
+//! part) are merged and cut into data blocks appended to the data layer.
 //!
 //! # The chain
 //!
@@ -210,48 +210,26 @@ impl<K: SbKey> Segment<K> {
         runs.iter().filter_map(|run| run.captured_max(pairs)).max()
     }
 
-    /// Every live captured entry, sorted (after [`Segment::seal`]).
-    pub fn captured_entries(&self, pairs: bool) -> Vec<(K, u64)> {
-        let runs: Vec<&Run<K>> = (0..self.used()).filter_map(|slot| self.run(slot)).collect();
-        let total = runs.iter().map(|r| r.captured_len()).sum();
-        let mut entries = Vec::with_capacity(total);
-        // Each part of each run (append, late) is sorted: copy them one after the other,
-        // noting where each starts, then merge.
-        let mut starts = vec![0];
-        for run in runs {
-            run.captured_entries(&mut entries, &mut starts);
-        }
-        merge_sorted(entries, &starts, pairs)
-    }
-
     /// The captured entries in position order, for the conversion to read in chunks
-    /// (after [`Segment::seal`]): read in place when one part of one run holds them all
-    /// (a segment one thread filled in order), else merged into one vector.
+    /// (after [`Segment::seal`]): every sorted part of every run (its append run and its
+    /// late run) read in place and merged as they are handed out, never copied whole.
     pub fn captured(&self, pairs: bool) -> Captured<'_, K> {
-        let mut parts = (0..self.used())
+        let parts = (0..self.used())
             .filter_map(|slot| self.run(slot))
             .flat_map(|run| {
                 let append = run.head.captured().unwrap_or(0) as usize;
                 let late = run.late_head.captured().unwrap_or(0) as usize;
                 [(run, false, append), (run, true, late)]
             })
-            .filter(|&(_, _, len)| len > 0);
-        match (parts.next(), parts.next()) {
-            (None, _) => Captured::Merged {
-                entries: Vec::new(),
-                next: 0,
-            },
-            (Some((run, late, end)), None) => Captured::Part {
+            .filter(|&(_, _, len)| len > 0)
+            .map(|(run, late, end)| Part {
                 run,
                 late,
                 next: 0,
                 end,
-            },
-            (Some(_), Some(_)) => Captured::Merged {
-                entries: self.captured_entries(pairs),
-                next: 0,
-            },
-        }
+            })
+            .collect();
+        Captured { parts, pairs }
     }
 
     /// The published lengths of the runs' append parts, clamped to what is in the segment
@@ -381,124 +359,122 @@ impl<K: SbKey> Segment<K> {
     }
 }
 
+/// One sorted part of a sealed segment: the captured append run or late run of one run,
+/// entries `next..end` still to hand out (dead ones included: they are skipped as copied).
+pub struct Part<'s, K: SbKey> {
+    run: &'s Run<K>,
+    late: bool,
+    next: usize,
+    end: usize,
+}
+
+impl<K: SbKey> Part<'_, K> {
+    /// The position of the part's entry `i` (dead or not).
+    #[inline]
+    fn pos(&self, i: usize, pairs: bool) -> Pos<K> {
+        let (key, tid) = if self.late {
+            self.run.late_entry(i)
+        } else {
+            self.run.entry(i)
+        };
+        Pos::of(key, tid, pairs)
+    }
+
+    /// Appends the live entries among `next..to` to `out` and moves past them.
+    fn take(&mut self, to: usize, out: &mut Vec<(K, u64)>) {
+        if self.late {
+            self.run.copy_late(self.next, to, out);
+        } else {
+            self.run.copy_append(self.next, to, out);
+        }
+        self.next = to;
+    }
+}
+
 /// A sealed segment's captured entries in position order, handed out in chunks
 /// ([`Captured::fill`]) so that the conversion builds bodies from a small buffer instead of
-/// a copy of the whole segment.
-pub enum Captured<'s, K: SbKey> {
-    /// Every captured entry is in one part of one run (its append run, or `late`: its late
-    /// run), entries `next..end` still to hand out (dead ones skipped).
-    Part {
-        /// The run.
-        run: &'s Run<K>,
-        /// Whether the part is the late run.
-        late: bool,
-        /// The next entry of the part to hand out.
-        next: usize,
-        /// The part's captured length.
-        end: usize,
-    },
-    /// Several parts, merged: `entries[next..]` still to hand out.
-    Merged {
-        /// Every live captured entry, sorted.
-        entries: Vec<(K, u64)>,
-        /// The next one to hand out.
-        next: usize,
-    },
+/// a copy of the whole segment. The sorted parts of the runs are read in place and merged
+/// as they are handed out: a stretch of one part at a time, up to the next position of
+/// the others (found by galloping: threads' runs interleave in long stretches).
+pub struct Captured<'s, K: SbKey> {
+    parts: smallvec::SmallVec<[Part<'s, K>; 4]>,
+    pairs: bool,
 }
 
 impl<K: SbKey> Captured<'_, K> {
-    /// Entries left to hand out (dead ones of an unmerged part included).
+    /// Entries left to hand out (dead ones included).
     pub fn remaining(&self) -> usize {
-        match self {
-            Self::Part { next, end, .. } => end - next,
-            Self::Merged { entries, next } => entries.len() - next,
-        }
+        self.parts.iter().map(|p| p.end - p.next).sum()
     }
 
     /// Appends the next live entries, from at most `want` captured ones, to `out`.
     pub fn fill(&mut self, out: &mut Vec<(K, u64)>, want: usize) {
-        match self {
-            Self::Part {
-                run,
-                late,
-                next,
-                end,
-            } => {
-                let to = (*next + want).min(*end);
-                if *late {
-                    run.copy_late(*next, to, out);
-                } else {
-                    run.copy_append(*next, to, out);
+        let pairs = self.pairs;
+        let mut left = want;
+        while left > 0 {
+            // The part with the lowest next position, and the lowest of the others'.
+            let mut first: Option<(usize, Pos<K>)> = None;
+            let mut bound: Option<Pos<K>> = None;
+            for (p, part) in self.parts.iter().enumerate() {
+                if part.next == part.end {
+                    continue;
                 }
-                *next = to;
+                let pos = part.pos(part.next, pairs);
+                match first {
+                    Some((_, low)) if pos >= low => {
+                        bound = Some(bound.map_or(pos, |b| b.min(pos)));
+                    }
+                    _ => {
+                        if let Some((_, low)) = first {
+                            bound = Some(low);
+                        }
+                        first = Some((p, pos));
+                    }
+                }
             }
-            Self::Merged { entries, next } => {
-                let to = (*next + want).min(entries.len());
-                out.extend_from_slice(&entries[*next..to]);
-                *next = to;
-            }
+            let Some((p, _)) = first else {
+                return;
+            };
+            let part = &mut self.parts[p];
+            let limit = (part.next + left).min(part.end);
+            // Its entries up to the others' lowest (a position in two runs is dead in one
+            // of them: either order is right).
+            let to = match bound {
+                None => limit,
+                Some(bound) => gallop(part.next, limit, |i| part.pos(i, pairs) <= bound),
+            };
+            left -= to - part.next;
+            part.take(to, out);
         }
     }
 }
 
-/// Merges the sorted stretches of `entries` that begin at `starts` (ascending, the first 0)
-/// into one sorted vector: adjacent stretches pairwise, pass after pass.
-fn merge_sorted<K: SbKey>(
-    mut entries: Vec<(K, u64)>,
-    starts: &[usize],
-    pairs: bool,
-) -> Vec<(K, u64)> {
-    let len = entries.len();
-    let mut bounds: Vec<usize> = starts.iter().copied().filter(|&s| s < len).collect();
-    bounds.dedup();
-    let at = |e: &(K, u64)| Pos::of(e.0, e.1, pairs);
-    let mut other = Vec::with_capacity(len);
-    while bounds.len() > 1 {
-        other.clear();
-        let end_of = |k: usize| bounds.get(k).copied().unwrap_or(len);
-        let mut merged = Vec::with_capacity(bounds.len().div_ceil(2));
-        for k in (0..bounds.len()).step_by(2) {
-            merged.push(other.len());
-            let (mut i, a_end) = (bounds[k], end_of(k + 1));
-            let (mut j, b_end) = (a_end, end_of(k + 2));
-            // Stretches taken whole: the entries of one side below the other's next one,
-            // found by galloping (threads' runs interleave in long stretches).
-            while i < a_end && j < b_end {
-                if at(&entries[j]) < at(&entries[i]) {
-                    let next = at(&entries[i]);
-                    let to = gallop(&entries[j..b_end], |e| at(e) < next) + j;
-                    other.extend_from_slice(&entries[j..to]);
-                    j = to;
-                } else {
-                    let next = at(&entries[j]);
-                    let to = gallop(&entries[i..a_end], |e| at(e) <= next) + i;
-                    other.extend_from_slice(&entries[i..to]);
-                    i = to;
-                }
-            }
-            other.extend_from_slice(&entries[i..a_end]);
-            other.extend_from_slice(&entries[j..b_end]);
-        }
-        std::mem::swap(&mut entries, &mut other);
-        bounds = merged;
-    }
-    entries
-}
-
-/// The length of the prefix of `items` whose items satisfy `below` (true on a prefix, at
-/// least on the first item): probes 1, 2, 4, ... items ahead, then bisects the last step,
-/// so a short prefix costs a few comparisons and a long one its logarithm.
-fn gallop<T>(items: &[T], below: impl Fn(&T) -> bool) -> usize {
-    let mut lo = 1;
+/// The first index of `from..end` for which `below` is false (`end` if none), where
+/// `below` is true on a prefix and on `from`: probes 1, 2, 4, ... indexes ahead, then
+/// bisects the last step, so a short prefix costs a few probes and a long one its logarithm.
+fn gallop(from: usize, end: usize, below: impl Fn(usize) -> bool) -> usize {
+    let mut good = from;
     let mut step = 1;
-    while lo < items.len() && below(&items[lo]) {
-        lo += step;
-        step *= 2;
+    let mut hi = end;
+    while good + step < end {
+        if below(good + step) {
+            good += step;
+            step *= 2;
+        } else {
+            hi = good + step;
+            break;
+        }
     }
-    // The prefix ends in (lo - step / 2 .. lo] (clamped); the first item is below.
-    let from = lo.saturating_sub(step / 2).max(1).min(items.len());
-    let to = lo.min(items.len());
-    from + items[from..to].partition_point(&below)
+    let mut lo = (good + 1).min(end);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 impl<K: SbKey> Drop for Segment<K> {
@@ -523,31 +499,86 @@ impl<K: SbKey> Drop for Segment<K> {
 mod tests {
     use super::*;
 
+    /// A sealed segment's parts (append runs interleaved in stretches, late runs, a
+    /// position in two runs dead in one) come out in position order, live entries only,
+    /// whatever the chunks asked for.
     #[test]
-    fn sorted_stretches_merge_into_one() {
-        for stretches in [
-            vec![],
-            vec![vec![1u64, 5, 9]],
-            vec![vec![2, 4], vec![1, 3, 5], vec![], vec![0, 6]],
-            // Long stretches interleaved (two threads' runs), and a duplicate across them.
-            (0..3)
-                .map(|r| {
-                    (0..40)
-                        .flat_map(|b| (0..7).map(move |i| b * 100 + r * 10 + i))
-                        .collect()
-                })
-                .chain([vec![5, 5 + 7 * 100, 3999]])
-                .collect(),
-        ] {
-            let mut entries = Vec::new();
-            let mut starts = vec![0];
-            for s in &stretches {
-                entries.extend(s.iter().map(|&k| (k, k)));
-                starts.push(entries.len());
+    fn captured_parts_merge_in_position_order() {
+        let res = Resources::new(4096);
+        let runs: Vec<Run<u64>> = (0..3).map(|slot| Run::new(slot, None, 3, 64, 3)).collect();
+        let mut expected = Vec::new();
+        for (r, run) in runs.iter().enumerate() {
+            // Stretches of 5 keys, the runs' stretches side by side: 1000 + 100 b + 10 r + i.
+            let keys: Vec<u64> = (0..30)
+                .flat_map(|b| (0..5).map(move |i| 1000 + b * 100 + r as u64 * 10 + i))
+                .collect();
+            for (c, &key) in keys.iter().enumerate() {
+                assert!(run.make_room(c, &res));
+                run.write_entry_for_test(c, key, key);
             }
-            let mut expected = entries.clone();
-            expected.sort_unstable();
-            assert_eq!(merge_sorted(entries, &starts, false), expected);
+            run.head.publish(keys.len() as u64);
+            expected.extend(keys.iter().map(|&k| (k, k)));
+            // Late entries below the stretches and between them, in position order.
+            let mut late: Vec<u64> = (0..4).map(|j| r as u64 * 300 + j * 7 + 5).collect();
+            if r == 2 {
+                // Run 1's key 1013 too: the pair met, and run 1's copy was deleted (below).
+                late.push(1013);
+            }
+            for (j, &key) in late.iter().enumerate() {
+                assert!(run.late_insert(j, key, key, &res));
+            }
+            expected.extend(late.iter().map(|&k| (k, k)));
+            run.head.capture();
+            run.capture_late();
+        }
+        // Run 1's entry 3 is its key 1013.
+        runs[1].kill(3);
+        let dead = expected
+            .iter()
+            .position(|&e| e == (1013, 1013))
+            .expect("1013");
+        expected.remove(dead);
+        let mut fill_sizes = [1, 7, 64, 3, 200].into_iter().cycle();
+        let parts = runs
+            .iter()
+            .flat_map(|run| {
+                let append = run.head.captured().unwrap_or(0) as usize;
+                let late = run.late_head.captured().unwrap_or(0) as usize;
+                [(run, false, append), (run, true, late)]
+            })
+            .map(|(run, late, end)| Part {
+                run,
+                late,
+                next: 0,
+                end,
+            })
+            .collect();
+        let mut captured = Captured {
+            parts,
+            pairs: false,
+        };
+        let mut out = Vec::new();
+        while captured.remaining() > 0 {
+            let before = captured.remaining();
+            captured.fill(&mut out, fill_sizes.next().expect("cycled"));
+            assert!(captured.remaining() < before, "every fill moves on");
+        }
+        expected.sort_unstable();
+        assert_eq!(out, expected);
+        for run in &runs {
+            run.free_blocks(&res);
+        }
+    }
+
+    /// `gallop` finds the end of every prefix, from the first index to the whole range.
+    #[test]
+    fn gallop_finds_every_prefix_end() {
+        for from in [0, 3] {
+            for end in from + 1..from + 40 {
+                for cut in from + 1..=end {
+                    assert_eq!(gallop(from, end, |i| i < cut), cut, "{from} {end} {cut}");
+                }
+            }
         }
     }
 }
