@@ -2,7 +2,12 @@
 //! in place. A page is named by a logical id; the mapping table ([`table`]) maps it to the
 //! top of its delta chain. Writers prepend a delta record ([`delta`]) with a
 //! compare-and-swap on that entry; readers walk the chain from one read of the entry and
-//! never wait, retry on a lock, or write shared memory (but the epoch pin).
+//! never wait or retry on a lock. A reader writes shared memory (besides the epoch pin) in two
+//! cases only: it finishes a merge it meets (see below), and a lookup that walked a leaf chain
+//! of `consolidate.rs`'s `READ_CHAIN` deltas or more consolidates it once
+//! (`BwTree::consolidate_read`: no retry if another thread changes the page first), so a
+//! read-mostly phase leaves bare base pages, which lookups search in place without a delta's
+//! dependent load.
 //!
 //! * `table.rs`: the mapping table, growable while read, ids recycled through epochs;
 //! * `delta.rs`: delta records and the tagged link to a chain's top (the raw pointers);
@@ -65,7 +70,7 @@
 //!    key continue down it), the page's high fence and its right sibling.
 //!
 //! Any thread that meets an unfinished merge finishes it: a walk that meets a Remove
-//! (writers, lookups and scans alike: the one case where a reader writes) installs the
+//! (writers, lookups and scans alike) installs the
 //! Merge if it is missing, then starts again from the root, whose routes no longer lead to
 //! the removed page; a thread that would consolidate a parent first finishes the merges its
 //! Unlinks announce; a Remove whose left sibling is itself removed waits for nothing: the
