@@ -309,6 +309,17 @@ impl BwTree {
             let mut id = ROOT;
             loop {
                 let top = self.table.get(id);
+                // An inner page that is a base page alone is searched in place; anything
+                // else (a delta, a move right, a stale route) takes the general walk below.
+                // SAFETY: read from the mapping table under `guard`.
+                if let Target::Base(node) = unsafe { top.target::<'_>() } {
+                    if node.level() > level {
+                        if let Step::Child(child) = self.route_base(node, probe) {
+                            id = child;
+                            continue;
+                        }
+                    }
+                }
                 // SAFETY: read from the mapping table under `guard`.
                 let Some(at) = (unsafe { view::level_of(top) }) else {
                     continue 'restart;

@@ -264,6 +264,14 @@ impl BwTree {
         self.walk(top, probe, Goal::Route)
     }
 
+    /// The child of inner base page `node` (a chain that is its base page alone) that
+    /// holds `probe`, or where to look instead: [`Self::route`] without the chain's walk,
+    /// searched in place as [`Self::get_fast`] searches it.
+    #[inline(always)]
+    pub(super) fn route_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>) -> Step<'g> {
+        self.at_base(node, probe, Goal::Route)
+    }
+
     /// Whether the chain at `top` covers `probe` (`Here`), or where to look instead.
     #[inline]
     pub(super) fn covers<'g>(&self, top: Link, probe: Probe<'_>) -> Step<'g> {
