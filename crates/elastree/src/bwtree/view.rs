@@ -192,7 +192,7 @@ impl BwTree {
             (Goal::Lookup | Goal::Route, Some(key)) => key,
             _ => return Self::at_fences(node, &page, probe, goal),
         };
-        let found = page.search(key.probe(self.pairs));
+        let found = page.search_inline(key.probe(self.pairs));
         let count = page.count();
         if goal == Goal::Lookup {
             // A key the base page holds is the page's, as the chain read says (a base page
