@@ -1,7 +1,8 @@
 //! Load and lookup throughput of the Bw-tree by consolidation threshold (chain length):
-//! `cargo run --release -p elastree --example bw_chain [keys] [threads]`, random 8-byte
-//! keys; used to choose `bwtree::DEFAULT_CHAIN_LENGTH`. The OLC B+-tree runs first, and each
-//! chain length's figures are also given as ratios to its (the same run's).
+//! `cargo run --release -p elastree --example bw_chain [keys] [threads] [chains]` (`chains`
+//! comma-separated, default `1,2,3,4,8,16`), random 8-byte keys; used to choose
+//! `bwtree::DEFAULT_CHAIN_LENGTH`. The OLC B+-tree runs first, and each chain length's
+//! figures are also given as ratios to its (the same run's).
 
 use std::time::Instant;
 
@@ -16,6 +17,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("keys"));
     let threads: u64 = args.next().map_or(2, |a| a.parse().expect("threads"));
+    let chains: Vec<usize> = args.next().map_or(vec![1, 2, 3, 4, 8, 16], |a| {
+        a.split(',').map(|c| c.parse().expect("chain")).collect()
+    });
     let measure = |index: &dyn Index| {
         let run = |f: &(dyn Fn(&dyn Index, u64) + Sync)| {
             let start = Instant::now();
@@ -42,7 +46,7 @@ fn main() {
     let (btree_load, btree_lookup) = measure(&*btree);
     drop(btree);
     println!("btree:    load {btree_load:.3} Mops/s, lookup {btree_lookup:.3} Mops/s");
-    for chain_length in [1, 2, 3, 4, 8, 16] {
+    for chain_length in chains {
         let index = IndexBuilder::new(BwTreeOptions {
             chain_length,
             ..BwTreeOptions::default()

@@ -42,6 +42,10 @@ use crate::node::{NodeHeader, NodeRepr};
 /// 5,537; with none, 1,915 and 5,525 (the consolidations cost less than the walks save).
 const INNER_CHAIN: u16 = 0;
 
+/// Deltas a leaf's chain must hold for a lookup that walked it to consolidate it
+/// ([`BwTree::consolidate_read`]).
+pub(super) const READ_CHAIN: u16 = 2;
+
 /// A chain's entry deltas, newest first (a chain's worth fits inline).
 type Deltas<'g> = SmallVec<[&'g Delta; 16]>;
 
@@ -567,6 +571,19 @@ impl BwTree {
                 return;
             }
             self.discard(delta, false);
+        }
+    }
+
+    /// Consolidates leaf `id`, whose chain `top` (read under `guard`) a lookup has just
+    /// walked: once, giving up if another thread changes the page first (no retry), and
+    /// starting the page's merge if it comes out under the threshold, as a writer would. A
+    /// read-mostly phase so leaves its leaves as bare base pages, which lookups search in
+    /// place without a delta's dependent load.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn consolidate_read(&self, id: PageId, top: Link, guard: &Guard) {
+        if self.consolidate(id, top, guard) {
+            self.try_merge(id, guard);
         }
     }
 

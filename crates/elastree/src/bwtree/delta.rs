@@ -362,7 +362,7 @@ pub(super) unsafe fn free_delta(delta: NonNull<Delta>, bytes: &Bytes) -> usize {
             .pad_to_align();
         if !bytes
             .pool
-            .give(delta.cast::<u8>(), block.size(), bytes.tree())
+            .give(delta.cast::<u8>(), block.size(), || bytes.tree())
         {
             dealloc(delta.as_ptr() as *mut u8, block);
         }

@@ -25,8 +25,15 @@ use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 /// once consolidation patched pages (four runs on a busy machine, as ratios to the B+-tree of the
 /// same run, load / lookup): chain 2: 0.36 / 0.73, 0.46 / 0.96, 0.28 / 0.75, 0.33 / 0.67; 4: 0.42 /
 /// 0.65, 0.57 / 0.61, 0.31 / 0.58, 0.38 / 0.58 (3 lies between). Chain 2 now gives about a quarter
-/// faster lookups for a seventh slower loads; 4 is kept, loads being the larger gap.
-pub const DEFAULT_CHAIN_LENGTH: usize = 4;
+/// faster lookups for a seventh slower loads; 4 is kept, loads being the larger gap. Once lookups
+/// consolidate the chains they walk (`consolidate.rs`'s `READ_CHAIN`), a longer chain costs a
+/// read-mostly phase little: `examples/bw_ops.rs` under callgrind (200K random 8-byte keys,
+/// instructions per insert / per lookup, the lookups' consolidations included): chain 4: 3,806 /
+/// 1,649; 6: 3,576 / 1,659; 8: 3,505 / 1,661. Timed (`bw_chain 4000000 2 4,8,6`, three runs on a
+/// machine busy with another build, load Mops/s): 4: 0.448, 0.557, 0.577; 8: 0.527, 0.529,
+/// 0.461; 6: 0.542, 0.730, 0.589. 6 takes most of 8's saving in instructions with fewer deltas
+/// (dependent loads) per walk.
+pub const DEFAULT_CHAIN_LENGTH: usize = 6;
 
 /// Entries of a page when the shared options do not say (bounded by the page's bytes).
 const DEFAULT_CAPACITY: usize = 128;

@@ -2,7 +2,12 @@
 //! in place. A page is named by a logical id; the mapping table ([`table`]) maps it to the
 //! top of its delta chain. Writers prepend a delta record ([`delta`]) with a
 //! compare-and-swap on that entry; readers walk the chain from one read of the entry and
-//! never wait, retry on a lock, or write shared memory (but the epoch pin).
+//! never wait or retry on a lock. A reader writes shared memory (besides the epoch pin) in two
+//! cases only: it finishes a merge it meets (see below), and a lookup that walked a leaf chain
+//! of `consolidate.rs`'s `READ_CHAIN` deltas or more consolidates it once
+//! (`BwTree::consolidate_read`: no retry if another thread changes the page first), so a
+//! read-mostly phase leaves bare base pages, which lookups search in place without a delta's
+//! dependent load.
 //!
 //! * `table.rs`: the mapping table, growable while read, ids recycled through epochs;
 //! * `delta.rs`: delta records and the tagged link to a chain's top (the raw pointers);
@@ -65,7 +70,7 @@
 //!    key continue down it), the page's high fence and its right sibling.
 //!
 //! Any thread that meets an unfinished merge finishes it: a walk that meets a Remove
-//! (writers, lookups and scans alike: the one case where a reader writes) installs the
+//! (writers, lookups and scans alike) installs the
 //! Merge if it is missing, then starts again from the root, whose routes no longer lead to
 //! the removed page; a thread that would consolidate a parent first finishes the merges its
 //! Unlinks announce; a Remove whose left sibling is itself removed waits for nothing: the
@@ -117,7 +122,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::counter::StripedCount;
-use crate::mem::ByteCounter;
 use crate::node::page::PageConfig;
 use crate::node::NodeHeader;
 use delta::{Link, Target};
@@ -133,6 +137,35 @@ const ROOT: PageId = 0;
 
 /// The sibling id of the last page on a level.
 const NO_SIBLING: PageId = u64::MAX;
+
+/// A byte count striped by thread (`crate::counter`): every write adds a delta's bytes and
+/// every consolidation a page's, so one shared counter would be a cache line that the
+/// writing threads take from each other on every operation. Exact once the writers are
+/// done (the stripes are summed).
+#[derive(Default)]
+struct ByteCounter(StripedCount);
+
+impl ByteCounter {
+    #[inline]
+    fn add(&self, bytes: usize) {
+        self.0.add(bytes as isize);
+    }
+
+    #[inline]
+    fn sub(&self, bytes: usize) {
+        self.0.add(-(bytes as isize));
+    }
+
+    fn get(&self) -> usize {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Debug for ByteCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
 
 /// Byte counts of the tree's pages and deltas, by level, shared with deferred frees.
 #[derive(Debug, Default)]
@@ -304,6 +337,17 @@ impl BwTree {
             let mut id = ROOT;
             loop {
                 let top = self.table.get(id);
+                // An inner page that is a base page alone is searched in place; anything
+                // else (a delta, a move right, a stale route) takes the general walk below.
+                // SAFETY: read from the mapping table under `guard`.
+                if let Target::Base(node) = unsafe { top.target::<'_>() } {
+                    if node.level() > level {
+                        if let Step::Child(child) = self.route_base(node, probe) {
+                            id = child;
+                            continue;
+                        }
+                    }
+                }
                 // SAFETY: read from the mapping table under `guard`.
                 let Some(at) = (unsafe { view::level_of(top) }) else {
                     continue 'restart;

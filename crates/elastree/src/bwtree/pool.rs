@@ -25,11 +25,19 @@ const LARGEST: usize = 128;
 const CLASSES: usize = LARGEST / 8;
 /// Bytes a shard may keep however small the tree.
 const MIN_KEEP: usize = 4096;
+/// Gives between two computations of a shard's limit: the tree's bytes are a sum over the
+/// stripes of its byte counters, which other threads keep changing (each read of theirs a
+/// cache miss), and the limit is a soft bound that the tree's size moves slowly.
+const RECOUNT: usize = 64;
 
-/// One shard's lists: a head per size class (null: empty) and the bytes on them all.
+/// One shard's lists: a head per size class (null: empty) and the bytes on them all, with
+/// the most bytes the shard keeps, computed from the tree's bytes every [`RECOUNT`] gives.
 struct Lists {
     heads: [*mut u8; CLASSES],
     bytes: usize,
+    limit: usize,
+    /// Gives left before `limit` is computed again.
+    stale: usize,
 }
 
 // SAFETY: the blocks on the lists belong to no one but the pool; they are only touched under
@@ -61,6 +69,8 @@ impl Default for DeltaPool {
                     Shard(Mutex::new(Lists {
                         heads: [std::ptr::null_mut(); CLASSES],
                         bytes: 0,
+                        limit: MIN_KEEP,
+                        stale: 0,
                     }))
                 })
                 .collect(),
@@ -99,15 +109,20 @@ impl DeltaPool {
     }
 
     /// Keeps `block` for a later [`Self::take`], unless this thread's shard holds its share
-    /// already (more than [`MIN_KEEP`] bytes and a 64th of `tree` bytes): then `false`, and
-    /// the caller frees it.
+    /// already (more than [`MIN_KEEP`] bytes and a 64th of the tree's bytes, `tree()`, as
+    /// last computed: see [`RECOUNT`]): then `false`, and the caller frees it.
     ///
     /// # Safety
     ///
     /// `block` has `size` bytes (a multiple of 8) and alignment 8, came from the global
     /// allocator with that layout (or from [`Self::take`]), and no thread reaches it any more.
     #[inline]
-    pub unsafe fn give(&self, block: NonNull<u8>, size: usize, tree: usize) -> bool {
+    pub unsafe fn give(
+        &self,
+        block: NonNull<u8>,
+        size: usize,
+        tree: impl FnOnce() -> usize,
+    ) -> bool {
         if cfg!(feature = "loom") {
             return false;
         }
@@ -115,7 +130,12 @@ impl DeltaPool {
             return false;
         };
         let mut lists = lock(&self.shards[stripe_of_this_thread()].0);
-        if lists.bytes + size > MIN_KEEP.max(tree / 64) {
+        if lists.stale == 0 {
+            lists.limit = MIN_KEEP.max(tree() / 64);
+            lists.stale = RECOUNT;
+        }
+        lists.stale -= 1;
+        if lists.bytes + size > lists.limit {
             return false;
         }
         // SAFETY: the caller's contract: the block is the pool's alone, 8-aligned and at

@@ -13,8 +13,10 @@
 
 use std::cmp::Ordering as CmpOrdering;
 
+use super::consolidate::READ_CHAIN;
 use super::delta::{Delta, Kind, Link, Spot, Target};
 use super::key::Key;
+use super::shim::Guard;
 use super::table::PageId;
 use super::{sibling, BwTree};
 use crate::node::page::{fence, PageView};
@@ -190,7 +192,7 @@ impl BwTree {
             (Goal::Lookup | Goal::Route, Some(key)) => key,
             _ => return Self::at_fences(node, &page, probe, goal),
         };
-        let found = page.search(key.probe(self.pairs));
+        let found = page.search_inline(key.probe(self.pairs));
         let count = page.count();
         if goal == Goal::Lookup {
             // A key the base page holds is the page's, as the chain read says (a base page
@@ -262,6 +264,14 @@ impl BwTree {
         self.walk(top, probe, Goal::Route)
     }
 
+    /// The child of inner base page `node` (a chain that is its base page alone) that
+    /// holds `probe`, or where to look instead: [`Self::route`] without the chain's walk,
+    /// searched in place as [`Self::get_fast`] searches it.
+    #[inline(always)]
+    pub(super) fn route_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>) -> Step<'g> {
+        self.at_base(node, probe, Goal::Route)
+    }
+
     /// Whether the chain at `top` covers `probe` (`Here`), or where to look instead.
     #[inline]
     pub(super) fn covers<'g>(&self, top: Link, probe: Probe<'_>) -> Step<'g> {
@@ -275,9 +285,10 @@ impl BwTree {
     /// ends at an edge of the page), and a leaf's chain is walked. `None` when the descent
     /// meets anything else (a delta on an inner page, a split, a stale route, a removed page,
     /// a level that does not descend): the caller takes the general path, which handles
-    /// them all.
+    /// them all. A leaf chain of [`READ_CHAIN`] deltas or more that answered the lookup is
+    /// consolidated once it has ([`Self::consolidate_read`]).
     #[inline]
-    pub(super) fn get_fast(&self, key: Key<'_>) -> Option<Option<u64>> {
+    pub(super) fn get_fast(&self, key: Key<'_>, guard: &Guard) -> Option<Option<u64>> {
         let probe = Probe::at(key);
         let mut id = super::ROOT;
         let mut above = u16::MAX;
@@ -304,7 +315,12 @@ impl BwTree {
                 }
                 Target::Delta(d) if d.level() == 0 && above > 0 => {
                     return match self.walk(top, probe, Goal::Lookup) {
-                        Step::Here(value, _) => Some(value),
+                        Step::Here(value, _) => {
+                            if d.depth() >= READ_CHAIN {
+                                self.consolidate_read(id, top, guard);
+                            }
+                            Some(value)
+                        }
                         _ => None,
                     };
                 }

@@ -80,9 +80,10 @@ impl BwTree {
         }
     }
 
-    /// The value of `key`, read without writing shared memory.
+    /// The value of `key`. Writes shared memory only to finish a merge it meets or to
+    /// consolidate the leaf chain it read (see [`Self::get_fast`]).
     pub(super) fn get(&self, key: Key<'_>, guard: &Guard) -> Option<u64> {
-        if let Some(value) = self.get_fast(key) {
+        if let Some(value) = self.get_fast(key, guard) {
             return value;
         }
         let mut top = self.descend(Probe::at(key), 0, false, guard).1;
@@ -91,7 +92,7 @@ impl BwTree {
                 Step::Here(value, _) => return value,
                 Step::Right(right, _) => right,
                 Step::Left(remove) => {
-                    // The one write a reader makes: finishing a merge it would otherwise
+                    // A write a reader makes: finishing a merge it would otherwise
                     // wait for.
                     self.help_remove(remove, guard);
                     self.descend(Probe::at(key), 0, false, guard).0

@@ -207,6 +207,12 @@ impl<'n> PageView<'n> {
         self.page.search(probe)
     }
 
+    /// [`Self::search`] inlined into the caller (see `Page::search_inline`).
+    #[inline(always)]
+    pub fn search_inline(&self, probe: VarProbe<'_>) -> SearchResult {
+        self.page.search_inline(probe)
+    }
+
     /// Entry `i`'s value (0 past the capacity).
     #[inline]
     pub fn value(&self, i: usize) -> u64 {

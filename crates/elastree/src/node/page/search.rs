@@ -115,6 +115,13 @@ impl Page<'_> {
     /// Searches for `probe`; tolerant of torn contents.
     #[inline]
     pub fn search(&self, probe: VarProbe<'_>) -> SearchResult {
+        self.search_inline(probe)
+    }
+
+    /// [`Self::search`], inlined into its caller: for a hot path that locates the page
+    /// itself, so that the view's fields the search does not read are never computed.
+    #[inline(always)]
+    pub fn search_inline(&self, probe: VarProbe<'_>) -> SearchResult {
         let count = self.count();
         // Start loading the mid-keys the binary search will touch, in parallel.
         match self.mids {
