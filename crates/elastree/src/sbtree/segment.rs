@@ -214,22 +214,7 @@ impl<K: SbKey> Segment<K> {
     /// (after [`Segment::seal`]): every sorted part of every run (its append run and its
     /// late run) read in place and merged as they are handed out, never copied whole.
     pub fn captured(&self, pairs: bool) -> Captured<'_, K> {
-        let parts = (0..self.used())
-            .filter_map(|slot| self.run(slot))
-            .flat_map(|run| {
-                let append = run.head.captured().unwrap_or(0) as usize;
-                let late = run.late_head.captured().unwrap_or(0) as usize;
-                [(run, false, append), (run, true, late)]
-            })
-            .filter(|&(_, _, len)| len > 0)
-            .map(|(run, late, end)| Part {
-                run,
-                late,
-                next: 0,
-                end,
-            })
-            .collect();
-        Captured { parts, pairs }
+        Captured::of_runs((0..self.used()).filter_map(|slot| self.run(slot)), pairs)
     }
 
     /// The published lengths of the runs' append parts, clamped to what is in the segment
@@ -401,7 +386,27 @@ pub struct Captured<'s, K: SbKey> {
     pairs: bool,
 }
 
-impl<K: SbKey> Captured<'_, K> {
+impl<'s, K: SbKey> Captured<'s, K> {
+    /// The captured entries of `runs`: each run's append part and late part, the empty
+    /// ones left out.
+    fn of_runs(runs: impl Iterator<Item = &'s Run<K>>, pairs: bool) -> Self {
+        let parts = runs
+            .flat_map(|run| {
+                let append = run.head.captured().unwrap_or(0) as usize;
+                let late = run.late_head.captured().unwrap_or(0) as usize;
+                [(run, false, append), (run, true, late)]
+            })
+            .filter(|&(_, _, len)| len > 0)
+            .map(|(run, late, end)| Part {
+                run,
+                late,
+                next: 0,
+                end,
+            })
+            .collect();
+        Captured { parts, pairs }
+    }
+
     /// Entries left to hand out (dead ones included).
     pub fn remaining(&self) -> usize {
         self.parts.iter().map(|p| p.end - p.next).sum()
@@ -539,24 +544,7 @@ mod tests {
             .expect("1013");
         expected.remove(dead);
         let mut fill_sizes = [1, 7, 64, 3, 200].into_iter().cycle();
-        let parts = runs
-            .iter()
-            .flat_map(|run| {
-                let append = run.head.captured().unwrap_or(0) as usize;
-                let late = run.late_head.captured().unwrap_or(0) as usize;
-                [(run, false, append), (run, true, late)]
-            })
-            .map(|(run, late, end)| Part {
-                run,
-                late,
-                next: 0,
-                end,
-            })
-            .collect();
-        let mut captured = Captured {
-            parts,
-            pairs: false,
-        };
+        let mut captured = Captured::of_runs(runs.iter(), false);
         let mut out = Vec::new();
         while captured.remaining() > 0 {
             let before = captured.remaining();
