@@ -27,9 +27,9 @@ use super::view::{level_of, Probe, Step};
 use super::{sibling, BwTree, NO_SIBLING};
 use crate::index::Direction;
 use crate::node::batch::with_thread_scratch;
-use crate::node::page::{fence_into, PageBatch, PageRepr};
+use crate::node::page::{fence_into, PageBatch, PageView};
 use crate::node::slotted::VarKey;
-use crate::node::{NodeHeader, NodeRepr};
+use crate::node::NodeHeader;
 
 /// Deltas of one page a scan sorts without allocating (a chain is consolidated past
 /// [`super::DEFAULT_CHAIN_LENGTH`] deltas by default; writers racing the consolidation may
@@ -278,9 +278,11 @@ impl BwTree {
             }
         };
         let (config, pairs) = (&self.config, self.pairs);
-        let search = |key: Key<'_>| PageRepr::search(base, config, key.probe(pairs));
+        // The page's view is built once, its searches inlined (see `Page::search_inline`).
+        let page = PageView::of(base, config);
+        let search = |key: Key<'_>| page.search_inline(key.probe(pairs));
         // Base entries `start..end` are in range (and below the split, if any).
-        let count = PageRepr::count(base, config);
+        let count = page.count();
         let start = match lower {
             Bound::Included(k) => search(k).pos,
             Bound::Excluded(k) => {
