@@ -494,14 +494,12 @@ impl BwTree {
             value: right_id,
             spot: Spot::UNKNOWN,
         };
-        let delta = self.new_delta(&new, top);
-        if !self.table.cas(id, top, delta) {
-            self.discard(delta, false);
+        let Some(delta) = self.install(id, top, &new) else {
             self.table.set(right_id, Link::NULL);
             self.discard(right, true);
             self.table.retire(right_id, guard);
             return None;
-        }
+        };
         // SAFETY: just installed; it stays allocated while this thread is pinned.
         if let Target::Delta(split) = unsafe { delta.target() } {
             self.help_split(level, split, guard);
@@ -565,12 +563,10 @@ impl BwTree {
                 value: child,
                 spot: Spot::UNKNOWN,
             };
-            let delta = self.new_delta(&new, top);
-            if self.table.cas(parent, top, delta) {
+            if let Some(delta) = self.install(parent, top, &new) {
                 self.maybe_consolidate(parent, delta, guard);
                 return;
             }
-            self.discard(delta, false);
         }
     }
 

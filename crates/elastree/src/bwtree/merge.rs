@@ -75,11 +75,9 @@ impl BwTree {
             value: id,
             spot: Spot::UNKNOWN,
         };
-        let delta = self.new_delta(&new, top);
-        if !self.table.cas(parent, top, delta) {
-            self.discard(delta, false);
+        let Some(delta) = self.install(parent, top, &new) else {
             return;
-        }
+        };
         self.merges.fetch_add(1, Relaxed);
         // SAFETY: just installed; it stays allocated while this thread is pinned.
         if let Target::Delta(unlink) = unsafe { delta.target() } {
@@ -116,15 +114,13 @@ impl BwTree {
                 value: id,
                 spot: Spot::UNKNOWN,
             };
-            let delta = self.new_delta(&new, top);
-            if self.table.cas(id, top, delta) {
+            if let Some(delta) = self.install(id, top, &new) {
                 // SAFETY: just installed; it stays allocated while this thread is pinned.
                 if let Target::Delta(remove) = unsafe { delta.target() } {
                     self.help_remove(remove, guard);
                 }
                 return;
             }
-            self.discard(delta, false);
         }
     }
 
@@ -176,12 +172,10 @@ impl BwTree {
                 value: remove.next().0 as u64,
                 spot: Spot::UNKNOWN,
             };
-            let delta = self.new_delta(&new, top);
-            if self.table.cas(left, top, delta) {
+            if let Some(delta) = self.install(left, top, &new) {
                 self.maybe_consolidate(left, delta, guard);
                 return;
             }
-            self.discard(delta, false);
         }
     }
 

@@ -284,13 +284,23 @@ impl BwTree {
         (Link::base(node), size)
     }
 
-    /// Allocates a delta on `next` (depth one more than `next`'s); counts its bytes.
-    fn new_delta(&self, new: &delta::NewDelta<'_>, next: Link) -> Link {
-        // SAFETY: `next` was read from the mapping table under the caller's pin.
-        let depth = unsafe { next.depth() }.saturating_add(1);
-        let (delta, size) = delta::Delta::alloc(new, next, depth, &self.bytes.pool);
+    /// Installs delta `new` on page `id`, whose chain `top` the caller read under its pin:
+    /// allocates it on `top` (depth one more than `top`'s, its bytes counted) and swaps it in
+    /// with one compare-and-swap. The installed delta, or `None` (the delta freed) when
+    /// another thread changed the page first. Every delta enters a chain here.
+    #[inline]
+    fn install(&self, id: PageId, top: Link, new: &delta::NewDelta<'_>) -> Option<Link> {
+        // SAFETY: `top` was read from the mapping table under the caller's pin.
+        let depth = unsafe { top.depth() }.saturating_add(1);
+        let (delta, size) = delta::Delta::alloc(new, top, depth, &self.bytes.pool);
         self.bytes.of(new.level).add(size);
-        Link::delta(delta)
+        let delta = Link::delta(delta);
+        if self.table.cas(id, top, delta) {
+            Some(delta)
+        } else {
+            self.discard(delta, false);
+            None
+        }
     }
 
     /// Frees records this thread made and never published: a delta (not its `next`) or a

@@ -64,8 +64,7 @@ impl BwTree {
                 value: change.unwrap_or(0),
                 spot,
             };
-            let delta = self.new_delta(&new, top);
-            if self.table.cas(id, top, delta) {
+            if let Some(delta) = self.install(id, top, &new) {
                 match (current.is_some(), change.is_some()) {
                     (false, true) => self.len.add(1),
                     (true, false) => self.len.add(-1),
@@ -76,7 +75,6 @@ impl BwTree {
                 }
                 return result;
             }
-            self.discard(delta, false);
         }
     }
 
