@@ -328,10 +328,9 @@ impl BwTree {
                 (from.max(to.saturating_sub(left)), to)
             };
             if from < to {
-                *visited +=
-                    batch.visit_published(base, config, (from, to), !ascending, &mut |k, v| {
-                        visit(&k.bytes, v)
-                    });
+                *visited += batch.visit_published(base, config, (from, to), !ascending, |k, v| {
+                    visit(&k.bytes, v)
+                });
                 *last = Last::Base;
             }
         };

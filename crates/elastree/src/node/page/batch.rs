@@ -54,13 +54,15 @@ impl PageBatch {
     /// Hands entries `from..to` of `node` to `visit` (the last first when `descending`), with
     /// no validation: for pages never written after they were published (the Bw-tree's base
     /// pages), read while the thread holds them (pinned). Returns how many it handed out.
+    /// `visit` is called directly (inlined into the loop where the caller's closure allows).
+    #[inline]
     pub fn visit_published(
         &mut self,
         node: &NodeHeader,
         config: &PageConfig,
         range: (usize, usize),
         descending: bool,
-        visit: &mut dyn FnMut(&VarKey, u64),
+        visit: impl FnMut(&VarKey, u64),
     ) -> usize {
         match self.visit_with(node, config, range, descending, || true, visit) {
             Ok(n) | Err(n) => n,
@@ -76,7 +78,7 @@ impl PageBatch {
         (from, to): (usize, usize),
         descending: bool,
         valid: impl Fn() -> bool,
-        visit: &mut dyn FnMut(&VarKey, u64),
+        mut visit: impl FnMut(&VarKey, u64),
     ) -> Result<usize, usize> {
         self.last = None;
         let page = Page::of(node, config.form);
@@ -85,11 +87,17 @@ impl PageBatch {
             return if valid() { Ok(0) } else { Err(0) };
         }
         let meta = page.meta();
+        // Room for the prefix and the longest rest a key of this page can have (its mid-key
+        // bytes, then its suffix as whole words, the suffix at most the bin: a torn location
+        // is clamped to it), made once per leaf so that assembling a key reserves nothing.
+        let rest_room = 8 + page.bin_len.next_multiple_of(8);
         for key in &mut self.keys {
             key.bytes.clear();
             page.prefix_into(meta, &mut key.bytes);
+            key.bytes.reserve(rest_room);
         }
         let run = (&page, from, to, &valid);
+        let visit = &mut visit;
         match (page.mids, descending) {
             (Mids::Four(m), false) => self.visit_run(run, &m[from..to], 0..to - from, visit),
             (Mids::Four(m), true) => self.visit_run(run, &m[from..to], (0..to - from).rev(), visit),
@@ -99,15 +107,18 @@ impl PageBatch {
             }
         }
     }
+
     /// Hands out entries `from + j` for each `j` of `order` (below `to - from`), whose
     /// mid-keys are `mids` (entries `from..to`, of one width), each after a validation (`valid`).
+    /// Both key buffers hold the page prefix and have room for any rest of the page's keys
+    /// (as `visit_with` leaves them).
     #[inline(always)]
     fn visit_run<M: MidSlot>(
         &mut self,
         (page, from, to, valid): (&Page<'_>, usize, usize, &impl Fn() -> bool),
         mids: &[M],
         order: impl Iterator<Item = usize>,
-        visit: &mut dyn FnMut(&VarKey, u64),
+        visit: &mut impl FnMut(&VarKey, u64),
     ) -> Result<usize, usize> {
         let n = mids.len();
         let (locs, values) = (&page.locs[from..to][..n], &page.values[from..to][..n]);
@@ -121,7 +132,9 @@ impl PageBatch {
         for j in order {
             let mid = mids[j].value();
             let loc = locs[j].load(Ordering::Relaxed);
-            page.rest_from(M::WIDTH, mid, loc, base, &mut key.bytes);
+            // SAFETY: `visit_with` reserved room for the prefix (`base` bytes) and the
+            // longest rest of this page's keys in both buffers, and nothing since shrank them.
+            unsafe { page.rest_from_reserved(M::WIDTH, mid, loc, base, &mut key.bytes) };
             key.tid =
                 (!tids.is_empty()).then(|| tids.get(j).map_or(0, |t| t.load(Ordering::Relaxed)));
             let value = values[j].load(Ordering::Relaxed);

@@ -266,26 +266,41 @@ impl Page<'_> {
     }
 
     /// Writes the key after the prefix of an entry whose mid-key and suffix location (as
-    /// stored) have been read (its mid-key bytes and suffix) into `out` from byte `base` on
-    /// (`base <= out.len()`), replacing what followed: a scan's assembly of keys in a buffer
-    /// that keeps the prefix. Whole words are written (a copy of a length known only at run
-    /// time would be a call), then the length set to the bytes wanted. `width` is the
-    /// mid-keys' (a constant where the caller knows it).
+    /// stored) have been read (its mid-key bytes and suffix) into `out` from byte `base` on,
+    /// replacing what followed: a scan's assembly of keys in a buffer that keeps the prefix.
+    /// Whole words are written (a copy of a length known only at run time would be a call),
+    /// then the length set to the bytes wanted. `width` is the mid-keys' (a constant where
+    /// the caller knows it).
+    ///
+    /// # Safety
+    ///
+    /// `out` has room for `base + 8 + round8(self.bin_len)` bytes (its capacity), and
+    /// `base <= out.len()`.
     #[inline(always)]
-    pub fn rest_from(&self, width: MidWidth, mid: u64, loc: u32, base: usize, out: &mut Vec<u8>) {
+    pub unsafe fn rest_from_reserved(
+        &self,
+        width: MidWidth,
+        mid: u64,
+        loc: u32,
+        base: usize,
+        out: &mut Vec<u8>,
+    ) {
         let (offset, len) = ((loc >> 16) as usize, (loc & 0xffff) as usize);
         // A torn location may claim more than the bin holds.
         let len = len.min(self.bin_len);
         let held = width.held(mid);
-        out.truncate(base);
-        out.reserve(8 + len.next_multiple_of(8));
+        debug_assert!(
+            base <= out.len() && out.capacity() >= base + 8 + self.bin_len.next_multiple_of(8)
+        );
         let dst = out.as_mut_ptr();
-        // SAFETY: `reserve` left room for 8 + round8(len) bytes from `base`: the 8 mid-key
-        // bytes, then the suffix as whole words from `base + held` (`held <= 8`); the bytes
-        // up to `base + held + len` are written before the length is set to it.
+        // SAFETY: the caller's room: the 8 mid-key bytes from `base`, then the suffix as
+        // whole words from `base + held` (`held <= 8`, `len <= bin_len`); the bytes up to
+        // `base + held + len` are written before the length is set to it.
         unsafe {
             std::ptr::copy_nonoverlapping(width.mid_bytes(mid).as_ptr(), dst.add(base), 8);
-            self.bin.copy_words(offset, len, dst.add(base + held));
+            if len > 0 {
+                self.bin.copy_words(offset, len, dst.add(base + held));
+            }
             out.set_len(base + held + len);
         }
     }
