@@ -123,30 +123,33 @@ impl PageBatch {
         let n = mids.len();
         let (locs, values) = (&page.locs[from..to][..n], &page.values[from..to][..n]);
         let tids = page.tids.get(from..to).unwrap_or(&[]);
-        let [first, second] = &mut self.keys;
-        let base = first.bytes.len();
-        let (mut key, mut spare) = (first, second);
-        // Whether `key` is `self.keys[1]`.
-        let mut odd = false;
+        let with_tid = !tids.is_empty();
+        let base = self.keys[0].bytes.len();
+        // The keys handed out take turns in the two buffers: the `k`-th (from 0) is
+        // assembled in `self.keys[k % 2]`.
         let mut handed = 0;
+        let last = |handed: usize| handed.checked_sub(1).map(|k| k & 1);
         for j in order {
+            let key = &mut self.keys[handed & 1];
             let mid = mids[j].value();
             let loc = locs[j].load(Ordering::Relaxed);
             // SAFETY: `visit_with` reserved room for the prefix (`base` bytes) and the
             // longest rest of this page's keys in both buffers, and nothing since shrank them.
             unsafe { page.rest_from_reserved(M::WIDTH, mid, loc, base, &mut key.bytes) };
-            key.tid =
-                (!tids.is_empty()).then(|| tids.get(j).map_or(0, |t| t.load(Ordering::Relaxed)));
+            key.tid = if with_tid {
+                Some(tids.get(j).map_or(0, |t| t.load(Ordering::Relaxed)))
+            } else {
+                None
+            };
             let value = values[j].load(Ordering::Relaxed);
             if !valid() {
+                self.last = last(handed);
                 return Err(handed);
             }
             visit(key, value);
             handed += 1;
-            self.last = Some(usize::from(odd));
-            std::mem::swap(&mut key, &mut spare);
-            odd = !odd;
         }
+        self.last = last(handed);
         Ok(handed)
     }
 }
