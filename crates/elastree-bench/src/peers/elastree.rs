@@ -156,15 +156,19 @@ impl Elastree {
         }
     }
 
-    /// Builds the index of `builder` (a Bw-tree as its own type, for its cursors).
+    /// Builds the index of `builder` (a Bw-tree as its own type, for its cursors, whether
+    /// the builder has Bw-tree options or only the kind, which means their defaults).
     fn build_held(builder: &IndexBuilder) -> Result<Held, elastree::Error> {
-        match builder.kind_options_as::<BwTreeOptions>() {
-            Some(own) => Ok(Held::BwTree(Box::new(BwTreeIndex::new(
-                builder.options(),
-                own,
-            )?))),
-            None => builder.build().map(Held::Local),
-        }
+        let defaults = BwTreeOptions::default();
+        let own = match builder.kind_options_as::<BwTreeOptions>() {
+            Some(own) => own,
+            None if builder.kind() == IndexKind::BwTree => &defaults,
+            None => return builder.build().map(Held::Local),
+        };
+        Ok(Held::BwTree(Box::new(BwTreeIndex::new(
+            builder.options(),
+            own,
+        )?)))
     }
 
     /// Builds a unique index of `kind` for the keys of `keys` with the kind's default node
@@ -470,5 +474,21 @@ impl BenchCursor for BwBenchCursor<'_> {
             handed += got;
         }
         handed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Bw-tree kind with its defaults is held as its own type, so that the cursor mixes
+    /// measure its physiological cursors, as they do with explicit Bw-tree options.
+    #[test]
+    fn a_default_bwtree_is_held_for_its_cursors() {
+        let keys = KeySetKind::Rand64.generate(100, 7);
+        let index = Elastree::new(IndexKind::BwTree, &keys, Budget::default()).expect("bwtree");
+        assert!(matches!(index.index, Held::BwTree(_)));
+        let btree = Elastree::new(IndexKind::BTree, &keys, Budget::default()).expect("btree");
+        assert!(matches!(btree.index, Held::Local(_)));
     }
 }
