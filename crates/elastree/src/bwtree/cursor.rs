@@ -128,6 +128,9 @@ pub struct BwCursor<'t> {
     far: (Side, VarKey),
     /// The page expected to hold `near`, if known.
     hint: Option<Hint>,
+    /// The key buffer of the last hint used, for the next hint (so that remembering a page
+    /// allocates nothing once the buffer has grown).
+    spare_low: VarKey,
     /// Whether hints are used (`false`: a logical cursor, every batch descends).
     physiological: bool,
     done: bool,
@@ -158,6 +161,7 @@ impl<'t> BwCursor<'t> {
             near,
             far,
             hint,
+            spare_low: VarKey::default(),
             physiological: true,
             done: false,
             scratch: PageScratch::default(),
@@ -208,16 +212,17 @@ impl<'t> BwCursor<'t> {
                 return 0;
             }
             let hinted = match self.hint.take() {
-                Some(hint) if self.physiological => {
+                Some(hint) => {
                     let found = tree.revisit(&hint, probe, &guard);
                     if found.is_some() {
                         self.stats.hinted += 1;
                     } else {
                         self.stats.rejected += 1;
                     }
+                    self.spare_low = hint.low;
                     found
                 }
-                _ => None,
+                None => None,
             };
             let (id, top) = hinted.unwrap_or_else(|| {
                 self.stats.descents += 1;
@@ -238,13 +243,16 @@ impl<'t> BwCursor<'t> {
                     let mut hint = Hint {
                         id,
                         level: 0,
-                        ..Hint::default()
+                        bounded: false,
+                        low: std::mem::take(&mut self.spare_low),
                     };
                     hint.bounded = fence_into(read.base, &tree.config, true, &mut hint.low);
                     // A descending batch that ended at the page's low fence has finished the
                     // page: the next one needs the page to its left, found from the root.
                     let finished = !ascending && hint.bounded && hint.low == self.scratch.last;
-                    if !finished {
+                    if finished {
+                        self.spare_low = hint.low;
+                    } else {
                         self.hint = Some(hint);
                     }
                 }
@@ -266,8 +274,9 @@ impl<'t> BwCursor<'t> {
                     id: read.right,
                     level: 0,
                     bounded: true,
-                    ..Hint::default()
+                    low: std::mem::take(&mut self.spare_low),
                 };
+                hint.low.bytes.clear();
                 hint.low.bytes.extend_from_slice(&self.scratch.fence.bytes);
                 hint.low.tid = self.scratch.fence.tid;
                 self.hint = Some(hint);
