@@ -3,11 +3,11 @@
 //! top of its delta chain. Writers prepend a delta record ([`delta`]) with a
 //! compare-and-swap on that entry; readers walk the chain from one read of the entry and
 //! never wait or retry on a lock. A reader writes shared memory (besides the epoch pin) in two
-//! cases only: it finishes a merge it meets (see below), and a lookup that walked a leaf chain
-//! of `consolidate.rs`'s `READ_CHAIN` deltas or more consolidates it once
+//! cases only: it finishes a merge it meets (see below), and a lookup, scan or cursor that
+//! walks a leaf chain of `consolidate.rs`'s `READ_CHAIN` deltas or more consolidates it once
 //! (`BwTree::consolidate_read`: no retry if another thread changes the page first), so a
 //! read-mostly phase leaves bare base pages, which lookups search in place without a delta's
-//! dependent load.
+//! dependent load and scans hand out without gathering and sorting deltas.
 //!
 //! * `table.rs`: the mapping table, growable while read, ids recycled through epochs;
 //! * `delta.rs`: delta records and the tagged link to a chain's top (the raw pointers);

@@ -9,6 +9,8 @@
 //! key kept); each delta's key is searched in the base page, and the base entries between
 //! two deltas are handed out as one run, the base entry a delta replaces skipped. Nothing is
 //! built, and nothing is allocated but when more than [`INLINE_DELTAS`] deltas sit on a page.
+//! A leaf whose chain holds `READ_CHAIN` deltas or more is consolidated first, once, as
+//! lookups do ([`BwTree::leaf_for`]), so the reads after it find a bare base page.
 //!
 //! The scan goes on from the page's high fence (ascending, to its right sibling) or below its
 //! low fence (descending, from the root). Keys therefore never go backwards or repeat, and a
@@ -20,6 +22,7 @@ use std::ops::Bound;
 use super::shim::{self, Guard};
 use smallvec::SmallVec;
 
+use super::consolidate::READ_CHAIN;
 use super::delta::{Delta, Kind, Link, Target};
 use super::key::Key;
 use super::table::PageId;
@@ -220,6 +223,8 @@ impl BwTree {
         probe: Probe<'_>,
         guard: &Guard,
     ) -> Option<(PageId, Link)> {
+        // Whether this call has consolidated a chain of `READ_CHAIN` deltas or more.
+        let mut consolidated = false;
         loop {
             let top = self.table.get(id);
             // SAFETY: read from the mapping table under `guard`.
@@ -227,13 +232,23 @@ impl BwTree {
                 return None;
             }
             match self.covers(top, probe) {
-                Step::Here(..) if !holds_merge(top) => return Some((id, top)),
                 // The page absorbed its right sibling, whose chain hangs off a Merge delta:
                 // consolidate it, so that it reads as one page (reads walk one chain), and
                 // read it again.
-                Step::Here(..) => {
+                Step::Here(..) if holds_merge(top) => {
                     self.consolidate(id, top, guard);
                 }
+                // A chain of `READ_CHAIN` deltas or more is consolidated once, as a lookup
+                // that walked it would (`consolidate_read`: no retry if another thread
+                // changes the page first), and read again: its entries are then handed out
+                // straight from the base page, without gathering and sorting the deltas,
+                // by this read and the ones after it.
+                // SAFETY: read from the mapping table under `guard`.
+                Step::Here(..) if !consolidated && unsafe { top.depth() } >= READ_CHAIN => {
+                    consolidated = true;
+                    self.consolidate_read(id, top, guard);
+                }
+                Step::Here(..) => return Some((id, top)),
                 Step::Right(right, _) => id = right,
                 Step::Left(remove) => {
                     self.help_remove(remove, guard);
