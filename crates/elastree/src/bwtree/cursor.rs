@@ -211,11 +211,17 @@ impl<'t> BwCursor<'t> {
                 self.done = true;
                 return 0;
             }
+            // The leaf this read's hint named and validated, and whether it has a low fence
+            // (which `spare_low` then holds).
+            let mut validated = None;
             let hinted = match self.hint.take() {
                 Some(hint) => {
                     let found = tree.revisit(&hint, probe, &guard);
                     if found.is_some() {
                         self.stats.hinted += 1;
+                        if hint.level == 0 {
+                            validated = Some((hint.id, hint.bounded));
+                        }
                     } else {
                         self.stats.rejected += 1;
                     }
@@ -246,7 +252,12 @@ impl<'t> BwCursor<'t> {
                         bounded: false,
                         low: std::mem::take(&mut self.spare_low),
                     };
-                    hint.bounded = fence_into(read.base, &tree.config, true, &mut hint.low);
+                    hint.bounded = match validated {
+                        // The leaf the hint named: a page's low fence never changes while its
+                        // id names it, and the buffer holds it already.
+                        Some((hinted, bounded)) if hinted == id => bounded,
+                        _ => fence_into(read.base, &tree.config, true, &mut hint.low),
+                    };
                     // A descending batch that ended at the page's low fence has finished the
                     // page: the next one needs the page to its left, found from the root.
                     let finished = !ascending && hint.bounded && hint.low == self.scratch.last;
