@@ -318,10 +318,10 @@ impl BwTree {
         }
         if hint.level == 0 {
             // The page itself, or its right sibling when a split moved the key there.
-            return self.leaf_for(hint.id, probe, guard);
+            return self.leaf_for(hint.id, probe, true, guard);
         }
         let leaf = self.descend_from(hint.id, probe)?;
-        self.leaf_for(leaf, probe, guard)
+        self.leaf_for(leaf, probe, true, guard)
     }
 
     /// Whether base page `base`'s low fence is `low` (`None`: unbounded).

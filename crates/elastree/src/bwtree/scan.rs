@@ -9,8 +9,10 @@
 //! key kept); each delta's key is searched in the base page, and the base entries between
 //! two deltas are handed out as one run, the base entry a delta replaces skipped. Nothing is
 //! built, and nothing is allocated but when more than [`INLINE_DELTAS`] deltas sit on a page.
-//! A leaf whose chain holds `READ_CHAIN` deltas or more is consolidated first, once, as
-//! lookups do ([`BwTree::leaf_for`]), so the reads after it find a bare base page.
+//! A read's first leaf (a scan's, or a cursor batch's) whose chain holds `READ_CHAIN` deltas
+//! or more is consolidated first, once, as lookups do ([`BwTree::leaf_for`]), so the reads
+//! after it find a bare base page; the leaves a long scan passes through, each read about
+//! once, are read as they are.
 //!
 //! The scan goes on from the page's high fence (ascending, to its right sibling) or below its
 //! low fence (descending, from the root). Keys therefore never go backwards or repeat, and a
@@ -185,7 +187,9 @@ impl BwTree {
             let id = next
                 .take()
                 .unwrap_or_else(|| self.descend(probe, 0, false, &guard).0);
-            let Some((_, top)) = self.leaf_for(id, probe, &guard) else {
+            // The scan's first page is where short scans concentrate, and is consolidated if
+            // need be; a long scan passes through the others once.
+            let Some((_, top)) = self.leaf_for(id, probe, !moved, &guard) else {
                 continue;
             };
             let bounds = if ascending {
@@ -216,11 +220,14 @@ impl BwTree {
     /// The leaf that covers `probe`, starting at page `id` and moving right along the level
     /// (B-link); its id and the chain top read. `None` when `id` is not a leaf (the root
     /// grew), lies right of the probe (a stale route) or is being merged away (after helping
-    /// the merge finish): the caller descends again.
+    /// the merge finish): the caller descends again. `landing`: the read starts at this
+    /// leaf (it was found by a descent or a cursor's hint), and a chain of `READ_CHAIN`
+    /// deltas or more is consolidated first.
     pub(super) fn leaf_for(
         &self,
         mut id: PageId,
         probe: Probe<'_>,
+        landing: bool,
         guard: &Guard,
     ) -> Option<(PageId, Link)> {
         // Whether this call has consolidated a chain of `READ_CHAIN` deltas or more.
@@ -244,7 +251,9 @@ impl BwTree {
                 // straight from the base page, without gathering and sorting the deltas,
                 // by this read and the ones after it.
                 // SAFETY: read from the mapping table under `guard`.
-                Step::Here(..) if !consolidated && unsafe { top.depth() } >= READ_CHAIN => {
+                Step::Here(..)
+                    if landing && !consolidated && unsafe { top.depth() } >= READ_CHAIN =>
+                {
                     consolidated = true;
                     self.consolidate_read(id, top, guard);
                 }
@@ -443,7 +452,7 @@ impl BwTree {
     pub(super) fn find_leaf(&self, probe: Probe<'_>, guard: &Guard) -> (PageId, Link) {
         loop {
             let id = self.descend(probe, 0, false, guard).0;
-            if let Some(found) = self.leaf_for(id, probe, guard) {
+            if let Some(found) = self.leaf_for(id, probe, true, guard) {
                 return found;
             }
         }
