@@ -447,6 +447,15 @@ impl<K: SbKey> Run<K> {
     /// Appends the live entries among append entries `from..to` (captured ones, after the
     /// drain) to `out`, in position order.
     pub fn copy_append(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
+        if to - from <= 2 {
+            // A stretch between late entries: an entry at a time costs less than the setup.
+            for i in from..to {
+                if !self.dead_bit(i) {
+                    out.push(self.entry(i));
+                }
+            }
+            return;
+        }
         let w = entry_words::<K>();
         let mut i = from;
         while i < to {
