@@ -8,7 +8,9 @@
 //! The tree is implicit: level 0 holds one entry per indexed block (its low fence and its
 //! address) in chain order; level `l + 1` holds every `fanout`-th key of level `l`, so group
 //! `g` of level `l` (entries `g * fanout ..`) is the child of entry `g` of level `l + 1`.
-//! No child pointers are stored and every node is full but the rightmost of each level. The
+//! No child pointers are stored and every node is full but the rightmost of each level. A
+//! search bisects the last [`RECENT`] entries of level 0 first when the probe is among them
+//! (delayed keys of a time series are), and descends from the top level otherwise. The
 //! arrays have a fixed capacity; when level 0 is full the maintenance thread builds a layer
 //! twice as large and swaps it in (the old one is freed through the epoch collector).
 //!

@@ -237,13 +237,16 @@ impl<K: SbKey> Segment<K> {
     }
 
     /// The live entry at `pos` among the committed entries (`lengths` from
-    /// [`Segment::committed_lengths`]), with its tid. A late place is valid only while the
-    /// run's version is unchanged; modifiers re-find it under the run's lock.
+    /// [`Segment::committed_lengths`]), with its tid, not looking in the late run of the run
+    /// in slot `skip_late` (an inserting owner's, which its insert searches under the lock).
+    /// A late place is valid only while the run's version is unchanged; modifiers re-find it
+    /// under the run's lock.
     pub fn find(
         &self,
         pos: Pos<K>,
         lengths: &[(usize, usize)],
         pairs: bool,
+        skip_late: Option<usize>,
     ) -> Option<(Place, u64)> {
         let key = pos.key.to_words();
         for &(slot, n) in lengths {
@@ -256,7 +259,10 @@ impl<K: SbKey> Segment<K> {
                 }
             }
             // The acquire load of the late count makes the range widened before it visible.
-            if run.late_head.published() == 0 || !run.late_head.covers(key) {
+            if skip_late == Some(slot)
+                || run.late_head.published() == 0
+                || !run.late_head.covers(key)
+            {
                 continue;
             }
             let late = run.read_late(|run| match run.late_find(pos, pairs) {
