@@ -357,39 +357,52 @@ pub struct Part<'s, K: SbKey> {
     late: bool,
     next: usize,
     end: usize,
-    /// The position of entry `next` while `next < end` (read once per stretch taken, not
-    /// once per part and stretch).
-    head: Pos<K>,
+    /// Entry `next` and its position while `next < end` (read once per entry or stretch
+    /// taken, not once per part and stretch).
+    head: ((K, u64), Pos<K>),
 }
 
 impl<K: SbKey> Part<'_, K> {
-    /// The position of the part's entry `i` (dead or not).
+    /// The part's entry `i` (dead or not).
     #[inline]
-    fn pos(&self, i: usize, pairs: bool) -> Pos<K> {
-        let (key, tid) = if self.late {
+    fn entry(&self, i: usize) -> (K, u64) {
+        if self.late {
             self.run.late_entry(i)
         } else {
             self.run.entry(i)
-        };
+        }
+    }
+
+    /// The position of the part's entry `i` (dead or not).
+    #[inline]
+    fn pos(&self, i: usize, pairs: bool) -> Pos<K> {
+        let (key, tid) = self.entry(i);
         Pos::of(key, tid, pairs)
+    }
+
+    /// Reads entry `next` into the head, if there is one.
+    #[inline]
+    fn read_head(&mut self, pairs: bool) {
+        if self.next < self.end {
+            let (key, tid) = self.entry(self.next);
+            self.head = ((key, tid), Pos::of(key, tid, pairs));
+        }
     }
 
     /// Appends entry `next` to `out` if it is live, moves past it and reads the next head.
     #[inline]
     fn take_one(&mut self, out: &mut Vec<(K, u64)>, pairs: bool) {
         let i = self.next;
-        let (entry, dead) = if self.late {
-            (self.run.late_entry(i), self.run.late_is_dead(i))
+        let dead = if self.late {
+            self.run.late_is_dead(i)
         } else {
-            (self.run.entry(i), self.run.is_dead(i))
+            self.run.is_dead(i)
         };
         if !dead {
-            out.push(entry);
+            out.push(self.head.0);
         }
         self.next = i + 1;
-        if self.next < self.end {
-            self.head = self.pos(self.next, pairs);
-        }
+        self.read_head(pairs);
     }
 
     /// Appends the live entries among `next..to` to `out`, moves past them and reads the
@@ -401,9 +414,7 @@ impl<K: SbKey> Part<'_, K> {
             self.run.copy_append(self.next, to, out);
         }
         self.next = to;
-        if to < self.end {
-            self.head = self.pos(to, pairs);
-        }
+        self.read_head(pairs);
     }
 }
 
@@ -434,9 +445,9 @@ impl<'s, K: SbKey> Captured<'s, K> {
                     late,
                     next: 0,
                     end,
-                    head: Pos::MIN,
+                    head: ((K::MIN, 0), Pos::MIN),
                 };
-                part.head = part.pos(0, pairs);
+                part.read_head(pairs);
                 part
             })
             .collect();
@@ -455,23 +466,26 @@ impl<'s, K: SbKey> Captured<'s, K> {
         out.reserve(want);
         while left > 0 {
             if let [a, b] = &mut self.parts[..] {
-                // Two parts (one thread's append run and its late run): an entry at a time.
-                // Their stretches are short when keys arrive late, and a comparison of
-                // the heads costs less than finding a stretch's end and copying it.
-                while left > 0 && a.next < a.end && b.next < b.end {
-                    if a.head <= b.head {
-                        a.take_one(out, pairs);
-                    } else {
-                        b.take_one(out, pairs);
+                // Two parts, an append run and a late run (one thread's): an entry at a
+                // time. Their stretches are short when keys arrive late, and a comparison
+                // of the heads costs less than finding a stretch's end and copying it. (Two
+                // threads' append runs interleave in long stretches: copied below.)
+                if a.late != b.late {
+                    while left > 0 && a.next < a.end && b.next < b.end {
+                        if a.head.1 <= b.head.1 {
+                            a.take_one(out, pairs);
+                        } else {
+                            b.take_one(out, pairs);
+                        }
+                        left -= 1;
                     }
-                    left -= 1;
+                    if left == 0 {
+                        return;
+                    }
+                    // One of them is done: the other is copied in stretches below.
+                    self.parts.retain(|p| p.next < p.end);
+                    continue;
                 }
-                if left == 0 {
-                    return;
-                }
-                // One of them is done: the other is copied in stretches below.
-                self.parts.retain(|p| p.next < p.end);
-                continue;
             }
             // The part with the lowest head, and the lowest of the others' heads.
             let mut first: Option<(usize, Pos<K>)> = None;
@@ -480,7 +494,7 @@ impl<'s, K: SbKey> Captured<'s, K> {
                 if part.next == part.end {
                     continue;
                 }
-                let pos = part.head;
+                let pos = part.head.1;
                 match first {
                     Some((_, low)) if pos >= low => {
                         bound = Some(bound.map_or(pos, |b| b.min(pos)));
