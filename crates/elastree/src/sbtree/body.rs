@@ -410,21 +410,33 @@ impl<'a, K: SbKey> Body<'a, K> {
     /// Where `pos` is in the late area: the index of the first entry at or above it, and
     /// whether that entry has it (a binary search: the area is sorted).
     pub fn late_find(&self, pos: Pos<K>, pairs: bool) -> (usize, bool) {
-        let (mut lo, mut hi) = (0, self.late_len());
+        let len = self.late_len();
+        if len == 0 {
+            return (0, false);
+        }
+        // The area's words found once, not once per probe.
+        let w = entry_words::<K>();
+        let words = &self.late_words()[..len * w];
+        let at = |j: usize| {
+            let (key, tid) = load_entry::<K>(&words[j * w..(j + 1) * w]);
+            Pos::of(key, tid, pairs)
+        };
+        // Delayed keys of a time series mostly arrive above the block's other late ones:
+        // the last entry first.
+        let last = at(len - 1);
+        if last < pos {
+            return (len, false);
+        }
+        let (mut lo, mut hi) = (0, len - 1);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let (key, tid) = self.late(mid);
-            if Pos::of(key, tid, pairs) < pos {
+            if at(mid) < pos {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        let found = lo < self.late_len() && {
-            let (key, tid) = self.late(lo);
-            Pos::of(key, tid, pairs) == pos
-        };
-        (lo, found)
+        (lo, at(lo) == pos)
     }
 
     // ----- writes: only under the owning block's write lock --------------------------------
@@ -473,9 +485,11 @@ impl<'a, K: SbKey> Body<'a, K> {
         if len == self.late_cap() {
             return false;
         }
-        for i in (j..len).rev() {
-            let (k, t) = self.late(i);
-            self.set_late(i + 1, k, t);
+        // Entries `j..len` move up one place, word by word from the top (`len < late_cap`).
+        let w = entry_words::<K>();
+        let moving = &self.late_words()[j * w..(len + 1) * w];
+        for x in (0..moving.len() - w).rev() {
+            moving[x + w].store(moving[x].load(Ordering::Relaxed), Ordering::Relaxed);
         }
         self.set_late(j, key, tid);
         self.meta()

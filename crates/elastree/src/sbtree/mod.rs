@@ -46,7 +46,8 @@
 //!
 //! A position's place is the newest segment whose lower bound is below it, else the data
 //! layer ([`tree::SbTree::route`]). In a segment, a reader searches every run whose key
-//! range covers the position; in the data layer it searches the search layer, then moves
+//! range covers the position; in the data layer it searches the search layer (the newest
+//! 128 blocks' fences first, where delayed keys land, then a descent from the top), then moves
 //! right while the position is at or above the block's high fence, then searches the
 //! block's N-ary table, one bucket of its keys (vector compares: [`simd`]) and its late slots,
 //! and validates the block's version. Scans ([`scan`]) walk data blocks left to right (or

@@ -447,6 +447,15 @@ impl<K: SbKey> Run<K> {
     /// Appends the live entries among append entries `from..to` (captured ones, after the
     /// drain) to `out`, in position order.
     pub fn copy_append(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
+        if to - from <= 2 {
+            // A stretch between late entries: an entry at a time costs less than the setup.
+            for i in from..to {
+                if !self.dead_bit(i) {
+                    out.push(self.entry(i));
+                }
+            }
+            return;
+        }
         let w = entry_words::<K>();
         let mut i = from;
         while i < to {
@@ -545,6 +554,45 @@ mod tests {
             assert_eq!(run.find(Pos::of(u64::MAX, 0, false), len, false), Err(len));
         }
         run.free_blocks(&res);
+    }
+
+    /// Late inserts at the front, at the back and in between keep the late run sorted until
+    /// it is full, and a dead bit moves with its entry.
+    #[test]
+    fn late_inserts_keep_order_and_dead_bits() {
+        let res = Resources::new(4096);
+        for pattern in 0..3u64 {
+            let run = Run::<u64>::new(0, None, 1, 64, 1);
+            let mut model: Vec<u64> = Vec::new();
+            let mut dead_key = None;
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            for c in 0..64u64 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let key = match pattern {
+                    0 => 1000 + c,
+                    1 => 1000 - c,
+                    _ => (rng % 1000) * 64 + c,
+                };
+                let j = model.partition_point(|&k| k < key);
+                assert_eq!(run.late_find(Pos::of(key, 0, false), false), Err(j));
+                assert!(run.late_insert(j, key, key + 1, &res));
+                model.insert(j, key);
+                if c == 10 {
+                    run.late_kill(3);
+                    dead_key = Some(model[3]);
+                }
+                assert_eq!(run.late_len(), model.len());
+                for (j, &k) in model.iter().enumerate() {
+                    assert_eq!(run.late_entry(j), (k, k + 1), "pattern {pattern} step {c}");
+                    assert_eq!(run.late_is_dead(j), dead_key == Some(k));
+                    assert_eq!(run.late_find(Pos::of(k, 0, false), false), Ok(j));
+                }
+            }
+            assert!(!run.late_insert(0, 0, 0, &res), "the late run is full");
+            run.free_blocks(&res);
+        }
     }
 
     /// `any_dead` sees exactly the bits of its range, within a word and across words.

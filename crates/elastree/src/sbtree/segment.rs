@@ -237,13 +237,16 @@ impl<K: SbKey> Segment<K> {
     }
 
     /// The live entry at `pos` among the committed entries (`lengths` from
-    /// [`Segment::committed_lengths`]), with its tid. A late place is valid only while the
-    /// run's version is unchanged; modifiers re-find it under the run's lock.
+    /// [`Segment::committed_lengths`]), with its tid, not looking in the late run of the run
+    /// in slot `skip_late` (an inserting owner's, which its insert searches under the lock).
+    /// A late place is valid only while the run's version is unchanged; modifiers re-find it
+    /// under the run's lock.
     pub fn find(
         &self,
         pos: Pos<K>,
         lengths: &[(usize, usize)],
         pairs: bool,
+        skip_late: Option<usize>,
     ) -> Option<(Place, u64)> {
         let key = pos.key.to_words();
         for &(slot, n) in lengths {
@@ -256,7 +259,10 @@ impl<K: SbKey> Segment<K> {
                 }
             }
             // The acquire load of the late count makes the range widened before it visible.
-            if run.late_head.published() == 0 || !run.late_head.covers(key) {
+            if skip_late == Some(slot)
+                || run.late_head.published() == 0
+                || !run.late_head.covers(key)
+            {
                 continue;
             }
             let late = run.read_late(|run| match run.late_find(pos, pairs) {
@@ -351,28 +357,64 @@ pub struct Part<'s, K: SbKey> {
     late: bool,
     next: usize,
     end: usize,
+    /// Entry `next` and its position while `next < end` (read once per entry or stretch
+    /// taken, not once per part and stretch).
+    head: ((K, u64), Pos<K>),
 }
 
 impl<K: SbKey> Part<'_, K> {
-    /// The position of the part's entry `i` (dead or not).
+    /// The part's entry `i` (dead or not).
     #[inline]
-    fn pos(&self, i: usize, pairs: bool) -> Pos<K> {
-        let (key, tid) = if self.late {
+    fn entry(&self, i: usize) -> (K, u64) {
+        if self.late {
             self.run.late_entry(i)
         } else {
             self.run.entry(i)
-        };
+        }
+    }
+
+    /// The position of the part's entry `i` (dead or not).
+    #[inline]
+    fn pos(&self, i: usize, pairs: bool) -> Pos<K> {
+        let (key, tid) = self.entry(i);
         Pos::of(key, tid, pairs)
     }
 
-    /// Appends the live entries among `next..to` to `out` and moves past them.
-    fn take(&mut self, to: usize, out: &mut Vec<(K, u64)>) {
+    /// Reads entry `next` into the head, if there is one.
+    #[inline]
+    fn read_head(&mut self, pairs: bool) {
+        if self.next < self.end {
+            let (key, tid) = self.entry(self.next);
+            self.head = ((key, tid), Pos::of(key, tid, pairs));
+        }
+    }
+
+    /// Appends entry `next` to `out` if it is live, moves past it and reads the next head.
+    #[inline]
+    fn take_one(&mut self, out: &mut Vec<(K, u64)>, pairs: bool) {
+        let i = self.next;
+        let dead = if self.late {
+            self.run.late_is_dead(i)
+        } else {
+            self.run.is_dead(i)
+        };
+        if !dead {
+            out.push(self.head.0);
+        }
+        self.next = i + 1;
+        self.read_head(pairs);
+    }
+
+    /// Appends the live entries among `next..to` to `out`, moves past them and reads the
+    /// next head.
+    fn take(&mut self, to: usize, out: &mut Vec<(K, u64)>, pairs: bool) {
         if self.late {
             self.run.copy_late(self.next, to, out);
         } else {
             self.run.copy_append(self.next, to, out);
         }
         self.next = to;
+        self.read_head(pairs);
     }
 }
 
@@ -397,11 +439,16 @@ impl<'s, K: SbKey> Captured<'s, K> {
                 [(run, false, append), (run, true, late)]
             })
             .filter(|&(_, _, len)| len > 0)
-            .map(|(run, late, end)| Part {
-                run,
-                late,
-                next: 0,
-                end,
+            .map(|(run, late, end)| {
+                let mut part = Part {
+                    run,
+                    late,
+                    next: 0,
+                    end,
+                    head: ((K::MIN, 0), Pos::MIN),
+                };
+                part.read_head(pairs);
+                part
             })
             .collect();
         Captured { parts, pairs }
@@ -416,15 +463,38 @@ impl<'s, K: SbKey> Captured<'s, K> {
     pub fn fill(&mut self, out: &mut Vec<(K, u64)>, want: usize) {
         let pairs = self.pairs;
         let mut left = want;
+        out.reserve(want);
         while left > 0 {
-            // The part with the lowest next position, and the lowest of the others'.
+            if let [a, b] = &mut self.parts[..] {
+                // Two parts, an append run and a late run (one thread's): an entry at a
+                // time. Their stretches are short when keys arrive late, and a comparison
+                // of the heads costs less than finding a stretch's end and copying it. (Two
+                // threads' append runs interleave in long stretches: copied below.)
+                if a.late != b.late {
+                    while left > 0 && a.next < a.end && b.next < b.end {
+                        if a.head.1 <= b.head.1 {
+                            a.take_one(out, pairs);
+                        } else {
+                            b.take_one(out, pairs);
+                        }
+                        left -= 1;
+                    }
+                    if left == 0 {
+                        return;
+                    }
+                    // One of them is done: the other is copied in stretches below.
+                    self.parts.retain(|p| p.next < p.end);
+                    continue;
+                }
+            }
+            // The part with the lowest head, and the lowest of the others' heads.
             let mut first: Option<(usize, Pos<K>)> = None;
             let mut bound: Option<Pos<K>> = None;
             for (p, part) in self.parts.iter().enumerate() {
                 if part.next == part.end {
                     continue;
                 }
-                let pos = part.pos(part.next, pairs);
+                let pos = part.head.1;
                 match first {
                     Some((_, low)) if pos >= low => {
                         bound = Some(bound.map_or(pos, |b| b.min(pos)));
@@ -446,12 +516,37 @@ impl<'s, K: SbKey> Captured<'s, K> {
             // of them: either order is right).
             let to = match bound {
                 None => limit,
-                Some(bound) => gallop(part.next, limit, |i| part.pos(i, pairs) <= bound),
+                Some(bound) => stretch(part.next, limit, |i| part.pos(i, pairs) <= bound),
             };
             left -= to - part.next;
-            part.take(to, out);
+            part.take(to, out, pairs);
+            if part.next == part.end {
+                // Done: two parts left go the two-part way.
+                self.parts.remove(p);
+            }
         }
     }
+}
+
+/// Probes of [`stretch`] one index at a time before it gallops: a late run's entries lie
+/// among the append run's, so most stretches of a segment with delayed keys are this short.
+const LINEAR_PROBES: usize = 4;
+
+/// [`gallop`] after [`LINEAR_PROBES`] single steps: the end of a short prefix for a
+/// comparison or two per entry, of a long one for its logarithm.
+fn stretch(from: usize, end: usize, below: impl Fn(usize) -> bool) -> usize {
+    let mut i = from + 1;
+    let linear_end = (from + 1 + LINEAR_PROBES).min(end);
+    while i < linear_end {
+        if !below(i) {
+            return i;
+        }
+        i += 1;
+    }
+    if i == end {
+        return end;
+    }
+    gallop(i - 1, end, below)
 }
 
 /// The first index of `from..end` for which `below` is false (`end` if none), where
@@ -509,8 +604,19 @@ mod tests {
     /// whatever the chunks asked for.
     #[test]
     fn captured_parts_merge_in_position_order() {
+        for runs in [1, 2, 3] {
+            merge_runs(runs);
+        }
+    }
+
+    /// The case of [`captured_parts_merge_in_position_order`] with `n` runs (one run: its
+    /// two parts take the two-part way from the start).
+    fn merge_runs(n: usize) {
         let res = Resources::new(4096);
-        let runs: Vec<Run<u64>> = (0..3).map(|slot| Run::new(slot, None, 3, 64, 3)).collect();
+        let runs: Vec<Run<u64>> = (0..n).map(|slot| Run::new(slot, None, 3, 64, 3)).collect();
+        // The key in two runs: entry 3 of this run's append part, also late in the last run.
+        let killed = if n == 3 { 1 } else { 0 };
+        let met = 1000 + killed as u64 * 10 + 3;
         let mut expected = Vec::new();
         for (r, run) in runs.iter().enumerate() {
             // Stretches of 5 keys, the runs' stretches side by side: 1000 + 100 b + 10 r + i.
@@ -525,10 +631,13 @@ mod tests {
             expected.extend(keys.iter().map(|&k| (k, k)));
             // Late entries below the stretches and between them, in position order.
             let mut late: Vec<u64> = (0..4).map(|j| r as u64 * 300 + j * 7 + 5).collect();
-            if r == 2 {
-                // Run 1's key 1013 too: the pair met, and run 1's copy was deleted (below).
-                late.push(1013);
+            late.extend((0..5).map(|b| 1000 + b * 100 + 90 + r as u64));
+            if r == n - 1 {
+                // Another run's key `met` too (with one run, its own): the pair met, and
+                // the append run's copy was deleted (below).
+                late.push(met);
             }
+            late.sort_unstable();
             for (j, &key) in late.iter().enumerate() {
                 assert!(run.late_insert(j, key, key, &res));
             }
@@ -536,13 +645,19 @@ mod tests {
             run.head.capture();
             run.capture_late();
         }
-        // Run 1's entry 3 is its key 1013.
-        runs[1].kill(3);
+        runs[killed].kill(3);
         let dead = expected
             .iter()
-            .position(|&e| e == (1013, 1013))
-            .expect("1013");
+            .position(|&e| e == (met, met))
+            .expect("the met key");
         expected.remove(dead);
+        // A late entry deleted, too.
+        runs[0].late_kill(1);
+        let late_dead = expected
+            .iter()
+            .position(|&e| e == (12, 12))
+            .expect("late key 12");
+        expected.remove(late_dead);
         let mut fill_sizes = [1, 7, 64, 3, 200].into_iter().cycle();
         let mut captured = Captured::of_runs(runs.iter(), false);
         let mut out = Vec::new();
@@ -558,13 +673,15 @@ mod tests {
         }
     }
 
-    /// `gallop` finds the end of every prefix, from the first index to the whole range.
+    /// `gallop` and `stretch` find the end of every prefix, from the first index to the
+    /// whole range.
     #[test]
     fn gallop_finds_every_prefix_end() {
         for from in [0, 3] {
             for end in from + 1..from + 40 {
                 for cut in from + 1..=end {
                     assert_eq!(gallop(from, end, |i| i < cut), cut, "{from} {end} {cut}");
+                    assert_eq!(stretch(from, end, |i| i < cut), cut, "{from} {end} {cut}");
                 }
             }
         }

@@ -167,6 +167,13 @@ impl<K: SbKey> SbTree<K> {
         }
     }
 
+    /// The slot of this thread's run in `segment`, if it holds one there (claims none).
+    pub fn held_slot(&self, segment: &Segment<K>) -> Option<usize> {
+        let (run, held_segment) = held(self.id)?;
+        // SAFETY: as in `append_fast`: a held run stays allocated while it is held.
+        std::ptr::eq(held_segment.cast(), segment).then(|| unsafe { &*run.cast::<Run<K>>() }.slot)
+    }
+
     /// This thread's run in `segment` (the frontier), claiming one if it holds none there;
     /// `None` when the segment has no room for another run or is closed.
     pub fn run_in<'g>(&self, segment: &'g Segment<K>) -> Option<&'g Run<K>> {
@@ -285,8 +292,8 @@ impl<K: SbKey> SbTree<K> {
         let inserted = {
             let _lock = run.lock();
             match run.late_find(pos, self.geo.pairs) {
-                // The slow path found no live entry here when it looked; a dead one is revived
-                // (a live one can only be ours, from a race with our own earlier insert).
+                // The slow path does not look in the thread's own late run: a dead entry here
+                // is revived, a live one gets the new tid (a unique index's insert replaces).
                 Ok(j) => {
                     let was_live = !run.late_is_dead(j);
                     let old = run.late_set_tid(j, tid);

@@ -222,7 +222,10 @@ impl<K: SbKey> SbTree<K> {
             return None;
         }
         let lengths = segment.committed_lengths();
-        if let Some((place, present)) = segment.find(pos, &lengths, pairs) {
+        // Not in this thread's own late run: an insert into it searches it under its lock
+        // (and replaces a live entry it finds there), so this search would be a second one.
+        let own = self.held_slot(segment);
+        if let Some((place, present)) = segment.find(pos, &lengths, pairs, own) {
             if pairs {
                 return Some(Some(present));
             }
@@ -278,7 +281,7 @@ impl<K: SbKey> SbTree<K> {
             Route::Active(segment) | Route::Sealed(segment) => {
                 let lengths = segment.committed_lengths();
                 segment
-                    .find(pos, &lengths, self.geo.pairs)
+                    .find(pos, &lengths, self.geo.pairs, None)
                     .map(|(_, tid)| tid)
             }
         }
@@ -299,7 +302,7 @@ impl<K: SbKey> SbTree<K> {
                         continue;
                     };
                     let lengths = segment.committed_lengths();
-                    let (place, tid) = segment.find(pos, &lengths, pairs)?;
+                    let (place, tid) = segment.find(pos, &lengths, pairs, None)?;
                     if expect.is_some_and(|e| e != tid) {
                         return None;
                     }
