@@ -190,7 +190,7 @@ impl BwTree {
         let page = PageView::of(node, &self.config);
         let key = match (goal, probe.key) {
             (Goal::Lookup | Goal::Route, Some(key)) => key,
-            _ => return Self::at_fences(node, &page, probe, goal),
+            _ => return self.at_fences(node, probe, goal),
         };
         let found = page.search_inline(key.probe(self.pairs));
         let count = page.count();
@@ -230,13 +230,10 @@ impl BwTree {
     }
 
     /// [`Self::at_base`] for a fence walk, or for a probe without a key (after every key):
-    /// the fences first.
-    fn at_fences<'g>(
-        node: &'g NodeHeader,
-        page: &PageView<'_>,
-        probe: Probe<'_>,
-        goal: Goal,
-    ) -> Step<'g> {
+    /// the fences first. Out of line, with a view of its own (see [`PageView::fence_cmp`]).
+    #[inline(never)]
+    fn at_fences<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
+        let page = &PageView::of(node, &self.config);
         if probe.past_fence(page) {
             return Step::Right(sibling(node), None);
         }

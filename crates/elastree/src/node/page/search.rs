@@ -5,9 +5,10 @@ use std::cmp::Ordering as CmpOrdering;
 
 use super::super::bytes::{key_word, top_bytes};
 use super::super::slotted::{VarKey, VarProbe};
+use super::super::NodeHeader;
 use super::super::{prefetch, SearchResult};
 use super::encode::{MidSlot, MidWidth};
-use super::layout::{Meta, Mids, Page, NO_FENCE};
+use super::layout::{Form, Meta, Mids, Page, NO_FENCE};
 
 /// A probe's key after the page prefix: its encoded mid-key, its suffix and its tid.
 #[derive(Clone, Copy)]
@@ -38,17 +39,20 @@ impl Page<'_> {
             let mask = top_bytes(len);
             return (key_word(key, 0) & mask).cmp(&(self.inline_word(0) & mask));
         }
-        self.against_long_prefix(meta, key)
+        Self::against_long_prefix(self.node, self.form, meta, key)
     }
 
-    /// [`Self::against_prefix`] word by word.
+    /// [`Self::against_prefix`] word by word, of page `node` (of `form`): out of line, from
+    /// the page's address (a view passed by reference would be spelled out in memory on
+    /// every search).
     #[inline(never)]
-    fn against_long_prefix(&self, meta: Meta, key: &[u8]) -> CmpOrdering {
+    fn against_long_prefix(node: &NodeHeader, form: Form, meta: Meta, key: &[u8]) -> CmpOrdering {
+        let page = Page::of(node, form);
         let n = meta.prefix_len.min(key.len());
         let mut i = 0;
         while i < n {
             let mask = top_bytes((n - i).min(8));
-            let stored = self.prefix_word(meta, i) & mask;
+            let stored = page.prefix_word(meta, i) & mask;
             let wanted = key_word(key, i) & mask;
             if stored != wanted {
                 // Every key on the page starts with the prefix: it orders them all.
