@@ -19,7 +19,7 @@ use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
 use super::{sibling, BwTree};
-use crate::node::page::{fence, PageView};
+use crate::node::page::{fence, PageConfig, PageView};
 use crate::node::slotted::VarKey;
 use crate::node::NodeHeader;
 
@@ -174,7 +174,7 @@ impl BwTree {
                     }
                     link = d.next();
                 }
-                Target::Base(node) => return self.at_base(node, probe, goal),
+                Target::Base(node) => return self.at_base(node, probe, goal, &self.config),
             }
         }
     }
@@ -184,10 +184,17 @@ impl BwTree {
     /// A lookup or a route searches the page first and reads a fence only when the search
     /// ends at an edge of the page: a probe with an entry of the page on each side lies
     /// within the fences (the page's keys do), so a page is usually left without reading its
-    /// fences, which lie at the bin's end, on a line of their own.
+    /// fences, which lie at the bin's end, on a line of their own. `config` is the tree's,
+    /// or its copy with the form as constants ([`PageConfig::common_form`]).
     #[inline(always)]
-    fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
-        let page = PageView::of(node, &self.config);
+    fn at_base<'g>(
+        &self,
+        node: &'g NodeHeader,
+        probe: Probe<'_>,
+        goal: Goal,
+        config: &PageConfig,
+    ) -> Step<'g> {
+        let page = PageView::of(node, config);
         let key = match (goal, probe.key) {
             (Goal::Lookup | Goal::Route, Some(key)) => key,
             _ => return self.at_fences(node, probe, goal),
@@ -266,7 +273,10 @@ impl BwTree {
     /// searched in place as [`Self::get_fast`] searches it.
     #[inline(always)]
     pub(super) fn route_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>) -> Step<'g> {
-        self.at_base(node, probe, Goal::Route)
+        match self.config.common_form() {
+            Some(config) => self.at_base(node, probe, Goal::Route, &config),
+            None => self.at_base(node, probe, Goal::Route, &self.config),
+        }
     }
 
     /// Whether the chain at `top` covers `probe` (`Here`), or where to look instead.
@@ -286,6 +296,16 @@ impl BwTree {
     /// consolidated once it has ([`Self::consolidate_read`]).
     #[inline]
     pub(super) fn get_fast(&self, key: Key<'_>, guard: &Guard) -> Option<Option<u64>> {
+        match self.config.common_form() {
+            Some(config) => self.get_fast_in(key, guard, &config),
+            None => self.get_fast_in(key, guard, &self.config),
+        }
+    }
+
+    /// [`Self::get_fast`], reading base pages with `config` (the tree's, or its copy with
+    /// the form as constants).
+    #[inline(always)]
+    fn get_fast_in(&self, key: Key<'_>, guard: &Guard, config: &PageConfig) -> Option<Option<u64>> {
         let probe = Probe::at(key);
         let mut id = super::ROOT;
         let mut above = u16::MAX;
@@ -300,9 +320,9 @@ impl BwTree {
                     }
                     above = level;
                     let step = if level == 0 {
-                        self.at_base(node, probe, Goal::Lookup)
+                        self.at_base(node, probe, Goal::Lookup, config)
                     } else {
-                        self.at_base(node, probe, Goal::Route)
+                        self.at_base(node, probe, Goal::Route, config)
                     };
                     match step {
                         Step::Here(value, _) => return Some(value),
