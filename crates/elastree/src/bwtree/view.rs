@@ -130,6 +130,22 @@ enum Goal {
 impl BwTree {
     /// Walks the chain at `top` (read from the mapping table under `'g`'s pin) for `probe`.
     fn walk<'g>(&self, top: Link, probe: Probe<'_>, goal: Goal) -> Step<'g> {
+        match self.config.common_form() {
+            Some(config) => self.walk_in(top, probe, goal, &config),
+            None => self.walk_in(top, probe, goal, &self.config),
+        }
+    }
+
+    /// [`Self::walk`], reading the base page with `config` (the tree's, or its copy with the
+    /// form as constants: [`PageConfig::common_form`]).
+    #[inline(always)]
+    fn walk_in<'g>(
+        &self,
+        top: Link,
+        probe: Probe<'_>,
+        goal: Goal,
+        config: &PageConfig,
+    ) -> Step<'g> {
         let mut link = top;
         let mut probe = probe;
         loop {
@@ -174,7 +190,7 @@ impl BwTree {
                     }
                     link = d.next();
                 }
-                Target::Base(node) => return self.at_base(node, probe, goal, &self.config),
+                Target::Base(node) => return self.at_base(node, probe, goal, config),
             }
         }
     }
