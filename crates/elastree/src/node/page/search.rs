@@ -86,20 +86,25 @@ impl Page<'_> {
     /// Compares entry `i` with a probe whose mid-key equals the entry's: by suffix, then
     /// (non-unique trees) by tid. The suffixes' first words decide most ties: they are
     /// compared as integers first (the probe's read once per search), and the bytes after
-    /// them only when they are equal.
+    /// them only when they are equal. A probe without a suffix (its mid-key holds all of its
+    /// remainder: an 8-byte key under a page prefix) reads only the entry's suffix length.
     #[inline(always)]
     fn compare_tail(&self, i: usize, probe: &Remainder<'_>) -> CmpOrdering {
         let (offset, len) = self.suffix_at(i);
-        let stored = self.bin.window(offset);
-        let head = probe.head;
         let n = len.min(probe.suffix.len());
-        let by_suffix = if n >= 8 {
+        let by_suffix = if probe.suffix.is_empty() {
+            // Nothing to compare, and the bin is not read (its line is often not loaded
+            // yet): the entry's suffix is longer, or as empty.
+            len.cmp(&0)
+        } else if n >= 8 {
+            let (stored, head) = (self.bin.window(offset), probe.head);
             if stored != head {
                 stored.cmp(&head)
             } else {
                 self.bin.compare_after_word(offset, len, probe.suffix)
             }
         } else {
+            let (stored, head) = (self.bin.window(offset), probe.head);
             // The top `n` bytes (none when `n` is 0), then the lengths.
             let mask = !(u64::MAX >> (8 * n));
             (stored & mask)
