@@ -19,7 +19,7 @@ use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
 use super::{sibling, BwTree};
-use crate::node::page::{fence, PageView};
+use crate::node::page::{fence, PageConfig, PageView};
 use crate::node::slotted::VarKey;
 use crate::node::NodeHeader;
 
@@ -130,6 +130,22 @@ enum Goal {
 impl BwTree {
     /// Walks the chain at `top` (read from the mapping table under `'g`'s pin) for `probe`.
     fn walk<'g>(&self, top: Link, probe: Probe<'_>, goal: Goal) -> Step<'g> {
+        match self.config.common_form() {
+            Some(config) => self.walk_in(top, probe, goal, &config),
+            None => self.walk_in(top, probe, goal, &self.config),
+        }
+    }
+
+    /// [`Self::walk`], reading the base page with `config` (the tree's, or its copy with the
+    /// form as constants: [`PageConfig::common_form`]).
+    #[inline(always)]
+    fn walk_in<'g>(
+        &self,
+        top: Link,
+        probe: Probe<'_>,
+        goal: Goal,
+        config: &PageConfig,
+    ) -> Step<'g> {
         let mut link = top;
         let mut probe = probe;
         loop {
@@ -174,7 +190,7 @@ impl BwTree {
                     }
                     link = d.next();
                 }
-                Target::Base(node) => return self.at_base(node, probe, goal),
+                Target::Base(node) => return self.at_base(node, probe, goal, config),
             }
         }
     }
@@ -184,13 +200,20 @@ impl BwTree {
     /// A lookup or a route searches the page first and reads a fence only when the search
     /// ends at an edge of the page: a probe with an entry of the page on each side lies
     /// within the fences (the page's keys do), so a page is usually left without reading its
-    /// fences, which lie at the bin's end, on a line of their own.
+    /// fences, which lie at the bin's end, on a line of their own. `config` is the tree's,
+    /// or its copy with the form as constants ([`PageConfig::common_form`]).
     #[inline(always)]
-    fn at_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
-        let page = PageView::of(node, &self.config);
+    fn at_base<'g>(
+        &self,
+        node: &'g NodeHeader,
+        probe: Probe<'_>,
+        goal: Goal,
+        config: &PageConfig,
+    ) -> Step<'g> {
+        let page = PageView::of(node, config);
         let key = match (goal, probe.key) {
             (Goal::Lookup | Goal::Route, Some(key)) => key,
-            _ => return Self::at_fences(node, &page, probe, goal),
+            _ => return self.at_fences(node, probe, goal),
         };
         let found = page.search_inline(key.probe(self.pairs));
         let count = page.count();
@@ -230,13 +253,10 @@ impl BwTree {
     }
 
     /// [`Self::at_base`] for a fence walk, or for a probe without a key (after every key):
-    /// the fences first.
-    fn at_fences<'g>(
-        node: &'g NodeHeader,
-        page: &PageView<'_>,
-        probe: Probe<'_>,
-        goal: Goal,
-    ) -> Step<'g> {
+    /// the fences first. Out of line, with a view of its own (see [`PageView::fence_cmp`]).
+    #[inline(never)]
+    fn at_fences<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>, goal: Goal) -> Step<'g> {
+        let page = &PageView::of(node, &self.config);
         if probe.past_fence(page) {
             return Step::Right(sibling(node), None);
         }
@@ -269,7 +289,10 @@ impl BwTree {
     /// searched in place as [`Self::get_fast`] searches it.
     #[inline(always)]
     pub(super) fn route_base<'g>(&self, node: &'g NodeHeader, probe: Probe<'_>) -> Step<'g> {
-        self.at_base(node, probe, Goal::Route)
+        match self.config.common_form() {
+            Some(config) => self.at_base(node, probe, Goal::Route, &config),
+            None => self.at_base(node, probe, Goal::Route, &self.config),
+        }
     }
 
     /// Whether the chain at `top` covers `probe` (`Here`), or where to look instead.
@@ -289,6 +312,16 @@ impl BwTree {
     /// consolidated once it has ([`Self::consolidate_read`]).
     #[inline]
     pub(super) fn get_fast(&self, key: Key<'_>, guard: &Guard) -> Option<Option<u64>> {
+        match self.config.common_form() {
+            Some(config) => self.get_fast_in(key, guard, &config),
+            None => self.get_fast_in(key, guard, &self.config),
+        }
+    }
+
+    /// [`Self::get_fast`], reading base pages with `config` (the tree's, or its copy with
+    /// the form as constants).
+    #[inline(always)]
+    fn get_fast_in(&self, key: Key<'_>, guard: &Guard, config: &PageConfig) -> Option<Option<u64>> {
         let probe = Probe::at(key);
         let mut id = super::ROOT;
         let mut above = u16::MAX;
@@ -303,9 +336,9 @@ impl BwTree {
                     }
                     above = level;
                     let step = if level == 0 {
-                        self.at_base(node, probe, Goal::Lookup)
+                        self.at_base(node, probe, Goal::Lookup, config)
                     } else {
-                        self.at_base(node, probe, Goal::Route)
+                        self.at_base(node, probe, Goal::Route, config)
                     };
                     match step {
                         Step::Here(value, _) => return Some(value),

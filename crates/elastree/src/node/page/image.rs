@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 use super::super::slotted::{VarKey, VarProbe};
 use super::super::{NodeHeader, SearchResult};
 use super::build::{needed, write, Content};
-use super::layout::{Page, NO_FENCE};
+use super::layout::{Form, Page, NO_FENCE};
 use super::split::{choose_split, shortest_separator};
 use super::{alloc_built_page, PageConfig};
 
@@ -176,7 +176,7 @@ pub fn fence_cmp(
     key: &[u8],
     tid: u64,
 ) -> Option<CmpOrdering> {
-    PageView::of(node, config).fence_cmp(low, key, tid)
+    fence_cmp_in(node, config.form, low, key, tid)
 }
 
 /// One page's layout located once, for a walk that asks it several things (its fences, a
@@ -227,9 +227,27 @@ impl<'n> PageView<'n> {
 
     /// How the low fence (`low`) or high fence compares with `(key, tid)` (the tid only when
     /// the page keeps tids): `None` when that side is unbounded.
+    ///
+    /// Out of line, from the page's address alone: a hot path reads a fence only at a
+    /// page's edges, and a view passed by reference would have to be spelled out in memory
+    /// on every path (the view's fields are its page's located vectors).
     #[inline]
     pub fn fence_cmp(&self, low: bool, key: &[u8], tid: u64) -> Option<CmpOrdering> {
-        let page = &self.page;
+        fence_cmp_in(self.page.node, self.page.form, low, key, tid)
+    }
+}
+
+/// [`PageView::fence_cmp`] of page `node`, whose pages have `form`.
+#[inline(never)]
+fn fence_cmp_in(
+    node: &NodeHeader,
+    form: Form,
+    low: bool,
+    key: &[u8],
+    tid: u64,
+) -> Option<CmpOrdering> {
+    {
+        let page = &Page::of(node, form);
         let spots = page.fence_spots();
         let (offset, len) = if low { spots.low } else { spots.high };
         if len == NO_FENCE {

@@ -156,6 +156,23 @@ impl PageConfig {
     pub fn max_entries(&self, level: u16) -> usize {
         self.max_entries[usize::from(level > 0)]
     }
+
+    /// These settings, when their pages have the most common form (8-byte mid-keys, no
+    /// tids), with that form written as constants: a hot path that reads pages with the
+    /// copy, inlined into a branch of its own, makes none of the layout's choices (the
+    /// vectors' order and widths) at run time. `None` for other forms.
+    #[inline(always)]
+    pub fn common_form(&self) -> Option<PageConfig> {
+        let common = !self.form.with_tid && self.form.mid == MidWidth::Eight;
+        common.then_some(PageConfig {
+            form: Form {
+                with_tid: false,
+                mid: MidWidth::Eight,
+                factor_prefix: self.form.factor_prefix,
+            },
+            ..*self
+        })
+    }
 }
 
 /// Allocates an empty page of `bytes` bytes at `level`: no entries, no fences (unbounded),

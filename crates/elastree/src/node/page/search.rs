@@ -5,9 +5,10 @@ use std::cmp::Ordering as CmpOrdering;
 
 use super::super::bytes::{key_word, top_bytes};
 use super::super::slotted::{VarKey, VarProbe};
+use super::super::NodeHeader;
 use super::super::{prefetch, SearchResult};
 use super::encode::{MidSlot, MidWidth};
-use super::layout::{Meta, Mids, Page, NO_FENCE};
+use super::layout::{Form, Meta, Mids, Page, NO_FENCE};
 
 /// A probe's key after the page prefix: its encoded mid-key, its suffix and its tid.
 #[derive(Clone, Copy)]
@@ -38,17 +39,20 @@ impl Page<'_> {
             let mask = top_bytes(len);
             return (key_word(key, 0) & mask).cmp(&(self.inline_word(0) & mask));
         }
-        self.against_long_prefix(meta, key)
+        Self::against_long_prefix(self.node, self.form, meta, key)
     }
 
-    /// [`Self::against_prefix`] word by word.
+    /// [`Self::against_prefix`] word by word, of page `node` (of `form`): out of line, from
+    /// the page's address (a view passed by reference would be spelled out in memory on
+    /// every search).
     #[inline(never)]
-    fn against_long_prefix(&self, meta: Meta, key: &[u8]) -> CmpOrdering {
+    fn against_long_prefix(node: &NodeHeader, form: Form, meta: Meta, key: &[u8]) -> CmpOrdering {
+        let page = Page::of(node, form);
         let n = meta.prefix_len.min(key.len());
         let mut i = 0;
         while i < n {
             let mask = top_bytes((n - i).min(8));
-            let stored = self.prefix_word(meta, i) & mask;
+            let stored = page.prefix_word(meta, i) & mask;
             let wanted = key_word(key, i) & mask;
             if stored != wanted {
                 // Every key on the page starts with the prefix: it orders them all.
@@ -82,20 +86,25 @@ impl Page<'_> {
     /// Compares entry `i` with a probe whose mid-key equals the entry's: by suffix, then
     /// (non-unique trees) by tid. The suffixes' first words decide most ties: they are
     /// compared as integers first (the probe's read once per search), and the bytes after
-    /// them only when they are equal.
+    /// them only when they are equal. A probe without a suffix (its mid-key holds all of its
+    /// remainder: an 8-byte key under a page prefix) reads only the entry's suffix length.
     #[inline(always)]
     fn compare_tail(&self, i: usize, probe: &Remainder<'_>) -> CmpOrdering {
         let (offset, len) = self.suffix_at(i);
-        let stored = self.bin.window(offset);
-        let head = probe.head;
         let n = len.min(probe.suffix.len());
-        let by_suffix = if n >= 8 {
+        let by_suffix = if probe.suffix.is_empty() {
+            // Nothing to compare, and the bin is not read (its line is often not loaded
+            // yet): the entry's suffix is longer, or as empty.
+            len.cmp(&0)
+        } else if n >= 8 {
+            let (stored, head) = (self.bin.window(offset), probe.head);
             if stored != head {
                 stored.cmp(&head)
             } else {
                 self.bin.compare_after_word(offset, len, probe.suffix)
             }
         } else {
+            let (stored, head) = (self.bin.window(offset), probe.head);
             // The top `n` bytes (none when `n` is 0), then the lengths.
             let mask = !(u64::MAX >> (8 * n));
             (stored & mask)
