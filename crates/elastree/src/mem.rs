@@ -8,6 +8,8 @@
 
 use std::sync::atomic::{AtomicIsize, Ordering};
 
+use crate::counter::StripedCount;
+
 /// The bytes an index holds, by part.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryUsage {
@@ -66,5 +68,38 @@ impl ByteCounter {
     /// The bytes currently counted.
     pub fn get(&self) -> usize {
         self.0.load(Ordering::Relaxed).max(0) as usize
+    }
+}
+
+/// A [`ByteCounter`] striped by thread ([`crate::counter`]), for counts that every write
+/// of a concurrent structure updates (the Bw-tree adds a delta's bytes on each write and a
+/// page's on each consolidation): one shared counter would be a cache line the writing
+/// threads take from each other on every operation. Exact once the writers are done (the
+/// stripes are summed); [`StripedBytes::get`] clamps at zero.
+#[derive(Default)]
+pub(crate) struct StripedBytes(StripedCount);
+
+impl StripedBytes {
+    /// Records an allocation of `bytes`.
+    #[inline]
+    pub(crate) fn add(&self, bytes: usize) {
+        self.0.add(bytes as isize);
+    }
+
+    /// Records a free of `bytes`.
+    #[inline]
+    pub(crate) fn sub(&self, bytes: usize) {
+        self.0.add(-(bytes as isize));
+    }
+
+    /// The bytes currently counted.
+    pub(crate) fn get(&self) -> usize {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Debug for StripedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
     }
 }

@@ -122,6 +122,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::counter::StripedCount;
+use crate::mem::StripedBytes;
 use crate::node::page::PageConfig;
 use crate::node::NodeHeader;
 use delta::{Link, Target};
@@ -138,46 +139,17 @@ const ROOT: PageId = 0;
 /// The sibling id of the last page on a level.
 const NO_SIBLING: PageId = u64::MAX;
 
-/// A byte count striped by thread (`crate::counter`): every write adds a delta's bytes and
-/// every consolidation a page's, so one shared counter would be a cache line that the
-/// writing threads take from each other on every operation. Exact once the writers are
-/// done (the stripes are summed).
-#[derive(Default)]
-struct ByteCounter(StripedCount);
-
-impl ByteCounter {
-    #[inline]
-    fn add(&self, bytes: usize) {
-        self.0.add(bytes as isize);
-    }
-
-    #[inline]
-    fn sub(&self, bytes: usize) {
-        self.0.add(-(bytes as isize));
-    }
-
-    fn get(&self) -> usize {
-        self.0.get()
-    }
-}
-
-impl std::fmt::Debug for ByteCounter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.get())
-    }
-}
-
 /// Byte counts of the tree's pages and deltas, by level, shared with deferred frees.
 #[derive(Debug, Default)]
 struct Bytes {
-    leaves: ByteCounter,
-    inner: ByteCounter,
+    leaves: StripedBytes,
+    inner: StripedBytes,
     /// Freed delta blocks kept for reuse (counted apart: see `pool.rs`).
     pool: pool::DeltaPool,
 }
 
 impl Bytes {
-    fn of(&self, level: u16) -> &ByteCounter {
+    fn of(&self, level: u16) -> &StripedBytes {
         if level == 0 {
             &self.leaves
         } else {

@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 use super::super::slotted::{VarKey, VarProbe};
 use super::super::{NodeHeader, SearchResult};
 use super::build::{needed, write, Content};
-use super::layout::{Form, Page, NO_FENCE};
+use super::layout::{Form, Page};
 use super::split::{choose_split, shortest_separator};
 use super::{alloc_built_page, PageConfig};
 
@@ -246,18 +246,12 @@ fn fence_cmp_in(
     key: &[u8],
     tid: u64,
 ) -> Option<CmpOrdering> {
-    {
-        let page = &Page::of(node, form);
-        let spots = page.fence_spots();
-        let (offset, len) = if low { spots.low } else { spots.high };
-        if len == NO_FENCE {
-            return None;
-        }
-        Some(match page.bin.compare(offset, len, key) {
-            CmpOrdering::Equal if page.with_tid() => page.bin.window(offset + len).cmp(&tid),
-            other => other,
-        })
-    }
+    let page = &Page::of(node, form);
+    let (offset, len) = page.fence_span(low)?;
+    Some(match page.bin.compare(offset, len, key) {
+        CmpOrdering::Equal if page.with_tid() => page.bin.window(offset + len).cmp(&tid),
+        other => other,
+    })
 }
 
 /// Page `node`'s low fence (`low`) or high fence, `None` when unbounded.
@@ -269,11 +263,9 @@ pub fn fence(node: &NodeHeader, config: &PageConfig, low: bool) -> Option<VarKey
 /// `false` when that side is unbounded (`out` then unchanged).
 pub fn fence_into(node: &NodeHeader, config: &PageConfig, low: bool, out: &mut VarKey) -> bool {
     let page = Page::of(node, config.form);
-    let spots = page.fence_spots();
-    let (offset, len) = if low { spots.low } else { spots.high };
-    if len == NO_FENCE {
+    let Some((offset, len)) = page.fence_span(low) else {
         return false;
-    }
+    };
     out.bytes.clear();
     page.bin.extend_into(offset, len, &mut out.bytes);
     out.tid = config.with_tid.then(|| page.bin.window(offset + len));

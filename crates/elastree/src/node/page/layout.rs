@@ -309,6 +309,15 @@ impl<'n> Page<'n> {
         FenceSpots::unpack(self.fences.load(Ordering::Relaxed))
     }
 
+    /// Where the low fence (`low`) or the high fence lies in the bin (offset and length),
+    /// `None` when that side is unbounded.
+    #[inline]
+    pub fn fence_span(&self, low: bool) -> Option<(usize, usize)> {
+        let spots = self.fence_spots();
+        let span = if low { spots.low } else { spots.high };
+        (span.1 != NO_FENCE).then_some(span)
+    }
+
     pub fn set_fence_spots(&self, spots: FenceSpots) {
         self.fences.store(spots.pack(), Ordering::Relaxed);
     }

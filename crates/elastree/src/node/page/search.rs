@@ -8,7 +8,7 @@ use super::super::slotted::{VarKey, VarProbe};
 use super::super::NodeHeader;
 use super::super::{prefetch, SearchResult};
 use super::encode::{MidSlot, MidWidth};
-use super::layout::{Form, Meta, Mids, Page, NO_FENCE};
+use super::layout::{Form, Meta, Mids, Page};
 
 /// A probe's key after the page prefix: its encoded mid-key, its suffix and its tid.
 #[derive(Clone, Copy)]
@@ -338,11 +338,7 @@ impl Page<'_> {
 
     /// The page's low fence (`low`) or high fence, `None` when unbounded.
     pub fn fence(&self, low: bool) -> Option<VarKey> {
-        let spots = self.fence_spots();
-        let (offset, len) = if low { spots.low } else { spots.high };
-        if len == NO_FENCE {
-            return None;
-        }
+        let (offset, len) = self.fence_span(low)?;
         let mut bytes = Vec::with_capacity(len);
         self.bin.extend_into(offset, len, &mut bytes);
         let tid = self.with_tid().then(|| self.bin.window(offset + len));
