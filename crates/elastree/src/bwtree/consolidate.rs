@@ -42,8 +42,8 @@ use crate::node::{NodeHeader, NodeRepr};
 /// 5,537; with none, 1,915 and 5,525 (the consolidations cost less than the walks save).
 const INNER_CHAIN: u16 = 0;
 
-/// Deltas a leaf's chain must hold for a lookup that walked it to consolidate it
-/// ([`BwTree::consolidate_read`]).
+/// Deltas a leaf's chain must hold for a read that walked it (a lookup, or the first leaf of
+/// a scan or a cursor batch) to consolidate it ([`BwTree::consolidate_read`]).
 pub(super) const READ_CHAIN: u16 = 2;
 
 /// A chain's entry deltas, newest first (a chain's worth fits inline).
@@ -570,11 +570,12 @@ impl BwTree {
         }
     }
 
-    /// Consolidates leaf `id`, whose chain `top` (read under `guard`) a lookup has just
-    /// walked: once, giving up if another thread changes the page first (no retry), and
-    /// starting the page's merge if it comes out under the threshold, as a writer would. A
-    /// read-mostly phase so leaves its leaves as bare base pages, which lookups search in
-    /// place without a delta's dependent load.
+    /// Consolidates leaf `id`, whose chain `top` (read under `guard`) a read has just walked
+    /// (a lookup, or a scan or cursor batch starting at it): once, giving up if another
+    /// thread changes the page first (no retry), and starting the page's merge if it comes
+    /// out under the threshold, as a writer would. A read-mostly phase so leaves its leaves
+    /// as bare base pages, which lookups search in place without a delta's dependent load
+    /// and scans read without gathering deltas.
     #[cold]
     #[inline(never)]
     pub(super) fn consolidate_read(&self, id: PageId, top: Link, guard: &Guard) {

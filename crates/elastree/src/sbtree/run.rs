@@ -523,8 +523,8 @@ impl<K: SbKey> Run<K> {
 mod tests {
     use super::*;
 
-    /// `find` and `find_from_top` find every entry and rank every position between entries, from the end of
-    /// the run back to its start and across blocks.
+    /// `find` and `find_from_top` find every entry and rank every position between entries,
+    /// from the end of the run back to its start and across blocks.
     #[test]
     fn find_finds_every_entry_and_ranks_every_gap() {
         let res = Resources::new(4096);
