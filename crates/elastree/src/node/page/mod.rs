@@ -293,7 +293,10 @@ unsafe impl NodeRepr for PageRepr {
 
     #[inline]
     fn search(node: &NodeHeader, config: &PageConfig, probe: VarProbe<'_>) -> SearchResult {
-        Page::of(node, config.form).search(probe)
+        match config.common_form() {
+            Some(common) => Page::of(node, common.form).search_inline(probe),
+            None => Page::of(node, config.form).search(probe),
+        }
     }
 
     fn key_at(node: &NodeHeader, config: &PageConfig, i: usize) -> VarKey {
