@@ -29,25 +29,27 @@ pub(super) fn has_room(
     config: &PageConfig,
     probe: Option<VarProbe<'_>>,
 ) -> bool {
-    let page = Page::of(node, config.form);
-    let count = page.count();
+    // The count and the meta word as read (torn values give a wrong answer, which the
+    // caller's version check rejects); the vectors are located only for a key to compare
+    // with the prefix.
+    let count = node.count();
     if count >= config.max_entries(node.level()) {
         return false;
     }
-    let meta = page.meta();
+    let meta = Page::meta_of(node);
     // A key that does not share the prefix shortens it by `lost` bytes, which makes each
     // entry's suffix longer by at most `lost + 1` (its mid-key may then hold a byte less).
     let (key_len, lost) = match probe {
         None => (INNER_RESERVE.min(config.max_key_len), 0),
         Some(probe) if count == 0 => (probe.bytes().len(), 0),
         Some(probe) => {
-            let shared = page.shared_prefix(meta, probe.bytes());
+            let shared = Page::of(node, config.form).shared_prefix(meta, probe.bytes());
             (probe.bytes().len() - shared, meta.prefix_len - shared)
         }
     };
     let growth = if lost > 0 { count * (lost + 1) } else { 0 };
     let bin = meta.live.saturating_sub(lost) + growth + key_len;
-    needed(count + 1, bin, config.form) <= page.bytes
+    needed(count + 1, bin, config.form) <= Page::bytes_of(node)
 }
 
 /// Inserts `(key, value)` at position `i`. Write lock held; `has_room` said yes. Inlined as
