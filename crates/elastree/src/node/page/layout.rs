@@ -293,9 +293,10 @@ impl<'n> Page<'n> {
     #[inline]
     pub fn meta_of(node: &NodeHeader) -> Meta {
         let base = node as *const NodeHeader as *const u8;
-        // SAFETY: every page begins with the header, the shape word and the meta word
-        // (allocated by `alloc_page` or `alloc_built_page`, at least `FIXED_BYTES`); the word
-        // is an atomic.
+        // SAFETY: every page begins with the header, the shape word and the meta word (it is
+        // allocated with at least `FIXED_BYTES`, as `shape_word` relies on too), and the meta
+        // word is written before the page is shared (`alloc_page` zeroes it, a build writes
+        // it); the word is an atomic.
         let word = unsafe { &*(base.add(META_AT) as *const AtomicU64) };
         Meta::unpack(word.load(Ordering::Relaxed))
     }

@@ -291,6 +291,8 @@ unsafe impl NodeRepr for PageRepr {
         Page::of(node, config.form).cap
     }
 
+    /// The hot paths (search, value, room, insert) read the page with the form as constants
+    /// when the tree's pages have the common one ([`PageConfig::common_form`]).
     #[inline]
     fn search(node: &NodeHeader, config: &PageConfig, probe: VarProbe<'_>) -> SearchResult {
         match config.common_form() {
