@@ -288,6 +288,19 @@ impl<'n> Page<'n> {
         (shape_word(node).load(Ordering::Relaxed) >> 32) as usize
     }
 
+    /// The meta word of page `node`, read without locating its vectors (the word lies in
+    /// the header: see the layout above).
+    #[inline]
+    pub fn meta_of(node: &NodeHeader) -> Meta {
+        let base = node as *const NodeHeader as *const u8;
+        // SAFETY: every page begins with the header, the shape word and the meta word (it is
+        // allocated with at least `FIXED_BYTES`, as `shape_word` relies on too), and the meta
+        // word is written before the page is shared (`alloc_page` zeroes it, a build writes
+        // it); the word is an atomic.
+        let word = unsafe { &*(base.add(META_AT) as *const AtomicU64) };
+        Meta::unpack(word.load(Ordering::Relaxed))
+    }
+
     /// The count, clamped to the capacity.
     #[inline]
     pub fn count(&self) -> usize {

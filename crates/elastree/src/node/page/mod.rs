@@ -291,9 +291,14 @@ unsafe impl NodeRepr for PageRepr {
         Page::of(node, config.form).cap
     }
 
+    /// The hot paths (search, value, room, insert) read the page with the form as constants
+    /// when the tree's pages have the common one ([`PageConfig::common_form`]).
     #[inline]
     fn search(node: &NodeHeader, config: &PageConfig, probe: VarProbe<'_>) -> SearchResult {
-        Page::of(node, config.form).search(probe)
+        match config.common_form() {
+            Some(common) => Page::of(node, common.form).search_inline(probe),
+            None => Page::of(node, config.form).search(probe),
+        }
     }
 
     fn key_at(node: &NodeHeader, config: &PageConfig, i: usize) -> VarKey {
@@ -307,7 +312,10 @@ unsafe impl NodeRepr for PageRepr {
 
     #[inline]
     fn value_at(node: &NodeHeader, config: &PageConfig, i: usize) -> u64 {
-        Page::of(node, config.form).value(i)
+        match config.common_form() {
+            Some(common) => Page::of(node, common.form).value(i),
+            None => Page::of(node, config.form).value(i),
+        }
     }
 
     fn set_value(node: &NodeHeader, config: &PageConfig, i: usize, value: u64) {
@@ -315,11 +323,17 @@ unsafe impl NodeRepr for PageRepr {
     }
 
     fn has_room(node: &NodeHeader, config: &PageConfig, probe: Option<VarProbe<'_>>) -> bool {
-        edit::has_room(node, config, probe)
+        match config.common_form() {
+            Some(common) => edit::has_room(node, &common, probe),
+            None => edit::has_room(node, config, probe),
+        }
     }
 
     fn insert_at(node: &NodeHeader, config: &PageConfig, i: usize, key: VarProbe<'_>, value: u64) {
-        edit::insert_at(node, config, i, key, value)
+        match config.common_form() {
+            Some(common) => edit::insert_at(node, &common, i, key, value),
+            None => edit::insert_at(node, config, i, key, value),
+        }
     }
 
     fn remove_at(node: &NodeHeader, config: &PageConfig, i: usize) {

@@ -68,13 +68,26 @@ impl Page<'_> {
         }
     }
 
-    /// How many bytes of the prefix `key` starts with.
-    #[inline]
+    /// How many bytes of the prefix `key` starts with: all of them when
+    /// [`Self::against_prefix`] finds `key` under it (one masked comparison for a short
+    /// prefix), else counted word by word out of line.
+    #[inline(always)]
     pub fn shared_prefix(&self, meta: Meta, key: &[u8]) -> usize {
+        match self.against_prefix(meta, key) {
+            CmpOrdering::Equal => meta.prefix_len,
+            _ => Self::shared_prefix_words(self.node, self.form, meta, key),
+        }
+    }
+
+    /// [`Self::shared_prefix`] word by word, of page `node` (of `form`), from the page's
+    /// address as [`Self::against_long_prefix`].
+    #[inline(never)]
+    fn shared_prefix_words(node: &NodeHeader, form: Form, meta: Meta, key: &[u8]) -> usize {
+        let page = Page::of(node, form);
         let n = meta.prefix_len.min(key.len());
         let mut i = 0;
         while i < n {
-            let diff = (self.prefix_word(meta, i) ^ key_word(key, i)) & top_bytes((n - i).min(8));
+            let diff = (page.prefix_word(meta, i) ^ key_word(key, i)) & top_bytes((n - i).min(8));
             if diff != 0 {
                 return i + (diff.leading_zeros() / 8) as usize;
             }
