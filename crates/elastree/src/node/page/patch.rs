@@ -8,7 +8,7 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Range;
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use smallvec::SmallVec;
 
@@ -195,6 +195,14 @@ pub(super) fn copy_run(
     // being below 2^16).
     let at = |image: &Vec<u8>| start + image.len() - start % 8;
     let (src, dst) = (&from.locs[range], &to.locs[dst]);
+    if let Some((first, end)) = back_to_back(src) {
+        // The common case: one stretch, moved by one shift (both loops over plain words,
+        // which the compiler vectorizes).
+        let shift = (at(image) as u32).wrapping_sub(first as u32) << 16;
+        from.bin.extend_into(first, end - first, image);
+        add_slots(src, dst, shift);
+        return;
+    }
     let first = (src[0].load(Ordering::Relaxed) >> 16) as usize;
     let (mut old, mut end) = (first, first);
     let mut shift = (at(image) as u32).wrapping_sub(first as u32);
@@ -210,6 +218,47 @@ pub(super) fn copy_run(
         end = offset + (word & 0xffff) as usize;
     }
     from.bin.extend_into(old, end - old, image);
+}
+
+/// Where the suffixes of the entries with location words `locs` (at least one) start and end
+/// in their bin, if they lie back to back in entry order (each starts where the one before
+/// ends). Every word is read, without an early exit, so that the loop vectorizes; `locs` is
+/// a vector of a page that no thread changes meanwhile (see [`copy_slots`]).
+#[inline]
+fn back_to_back(locs: &[AtomicU32]) -> Option<(usize, usize)> {
+    let words = plain(locs);
+    let (head, last) = (words[0], words[words.len() - 1]);
+    let mut gaps = 0;
+    for (w, next) in words.iter().zip(&words[1..]) {
+        gaps |= (next >> 16) ^ ((w >> 16) + (w & 0xffff));
+    }
+    let end = (last >> 16) + (last & 0xffff);
+    (gaps == 0).then_some(((head >> 16) as usize, end as usize))
+}
+
+/// `src`'s location words, read as plain words: `src` is a vector of a page that no thread
+/// changes meanwhile (see [`copy_slots`]).
+#[inline]
+fn plain(src: &[AtomicU32]) -> &[u32] {
+    // SAFETY: `AtomicU32` has `u32`'s size, alignment and bit validity; no thread writes
+    // `src` while it is borrowed here (see the function's docs), so plain reads race with
+    // no write.
+    unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u32>(), src.len()) }
+}
+
+/// Stores each of `src`'s words plus `shift` (modulo 2^32) into `dst` (of equal lengths):
+/// `src` as in [`copy_slots`], `dst` a vector of the page being built, which no other thread
+/// can reach yet.
+#[inline]
+fn add_slots(src: &[AtomicU32], dst: &[AtomicU32], shift: u32) {
+    assert_eq!(src.len(), dst.len(), "vectors of unequal lengths");
+    // SAFETY: as in `copy_slots`: `dst` lies in another page than `src`, its slots are
+    // atomics (`UnsafeCell`s), and no other thread accesses it, so plain writes through a
+    // pointer derived from the shared reference are allowed and race with nothing.
+    let out = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr() as *mut u32, dst.len()) };
+    for (d, s) in out.iter_mut().zip(plain(src)) {
+        *d = s.wrapping_add(shift);
+    }
 }
 
 /// Copies `src` into `dst` (of equal lengths) as one copy of their memory rather than element
