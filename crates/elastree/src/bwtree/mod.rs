@@ -140,12 +140,17 @@ const ROOT: PageId = 0;
 const NO_SIBLING: PageId = u64::MAX;
 
 /// Byte counts of the tree's pages and deltas, by level, shared with deferred frees.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Bytes {
     leaves: StripedBytes,
     inner: StripedBytes,
     /// Freed delta blocks kept for reuse (counted apart: see `pool.rs`).
     pool: pool::DeltaPool,
+    /// The tree's page configuration, which freeing a chain needs: kept here so that a
+    /// deferred free captures this structure's `Arc` and the chain's link alone, which the
+    /// epoch keeps inline (a closure of more than three words it boxes, an allocation and a
+    /// free per retired chain).
+    config: PageConfig,
 }
 
 impl Bytes {
@@ -204,7 +209,12 @@ impl BwTree {
             config,
             pairs,
             max_chain,
-            bytes: Arc::new(Bytes::default()),
+            bytes: Arc::new(Bytes {
+                leaves: StripedBytes::default(),
+                inner: StripedBytes::default(),
+                pool: pool::DeltaPool::default(),
+                config,
+            }),
             len: StripedCount::default(),
             garbage: Garbage::default(),
             empty_bytes: 0,
@@ -297,7 +307,6 @@ impl BwTree {
 
     /// Hands a chain replaced in the mapping table to the epoch collector.
     fn retire(&self, top: Link, guard: &Guard) {
-        let config = self.config;
         let bytes = Arc::clone(&self.bytes);
         let top = top.0;
         // SAFETY: the chain was unlinked by a successful compare-and-swap, so no new
@@ -305,7 +314,7 @@ impl BwTree {
         // so every thread that may still walk it) has unpinned.
         unsafe {
             self.garbage.defer(guard, move || {
-                let (size, level) = delta::free_chain(&config, Link(top), &bytes);
+                let (size, level) = delta::free_chain(&bytes.config, Link(top), &bytes);
                 bytes.of(level).sub(size);
             });
         }
