@@ -36,7 +36,7 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 use super::key::Key;
-use super::pool::DeltaPool;
+use super::pool::{DeltaPool, Giver};
 use super::Bytes;
 use crate::node::page::{PageConfig, PageRepr};
 use crate::node::slotted::VarKey;
@@ -353,6 +353,16 @@ impl Delta {
 /// `delta` came from [`Delta::alloc`] of the tree whose byte counters are `bytes`, and no
 /// other thread can reach it.
 pub(super) unsafe fn free_delta(delta: NonNull<Delta>, bytes: &Bytes) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { free_delta_into(delta, bytes, &mut bytes.pool.giver()) }
+}
+
+/// [`free_delta`] with `bytes`' pool shard locked by the caller (`giver`).
+///
+/// # Safety
+///
+/// As [`free_delta`].
+unsafe fn free_delta_into(delta: NonNull<Delta>, bytes: &Bytes, giver: &mut Giver<'_>) -> usize {
     // SAFETY: the caller's contract; the block is the one `alloc` allocated (or took from
     // the pool): the size rounded up to the alignment.
     unsafe {
@@ -360,10 +370,7 @@ pub(super) unsafe fn free_delta(delta: NonNull<Delta>, bytes: &Bytes) -> usize {
         let block = Layout::from_size_align(size, 8)
             .expect("delta layout")
             .pad_to_align();
-        if !bytes
-            .pool
-            .give(delta.cast::<u8>(), block.size(), || bytes.tree())
-        {
+        if !giver.give(delta.cast::<u8>(), block.size(), || bytes.tree()) {
             dealloc(delta.as_ptr() as *mut u8, block);
         }
         size
@@ -383,13 +390,28 @@ pub(super) unsafe fn free_base(config: &PageConfig, node: NonNull<NodeHeader>) -
 /// Frees every record of the chain at `top` (deltas, the chains Merge deltas own, and the
 /// base page; a Remove delta alone), the deltas into the pool of `tree` (the byte counters
 /// of the tree the chain belongs to) when it has room; returns the bytes freed and the
-/// chain's level.
+/// chain's level. The pool's shard is locked once for the whole chain.
 ///
 /// # Safety
 ///
 /// No thread can reach the chain any more: it was unlinked and its grace period has passed,
 /// or the tree is being dropped.
 pub(super) unsafe fn free_chain(config: &PageConfig, top: Link, tree: &Bytes) -> (usize, u16) {
+    // SAFETY: the caller's contract.
+    unsafe { free_chain_into(config, top, tree, &mut tree.pool.giver()) }
+}
+
+/// [`free_chain`] with the pool's shard locked by the caller (`giver`).
+///
+/// # Safety
+///
+/// As [`free_chain`].
+unsafe fn free_chain_into(
+    config: &PageConfig,
+    top: Link,
+    tree: &Bytes,
+    giver: &mut Giver<'_>,
+) -> (usize, u16) {
     let (mut link, mut bytes, mut level) = (top, 0, 0);
     loop {
         // SAFETY: the caller's contract: every record of the chain is still allocated and
@@ -400,11 +422,12 @@ pub(super) unsafe fn free_chain(config: &PageConfig, top: Link, tree: &Bytes) ->
                 let (kind, next) = (d.kind(), d.next());
                 if kind == Kind::Merge {
                     // SAFETY: the Merge owns the removed page's chain (see the module docs).
-                    bytes += unsafe { free_chain(config, Link(d.value() as usize), tree) }.0;
+                    let absorbed = Link(d.value() as usize);
+                    bytes += unsafe { free_chain_into(config, absorbed, tree, giver) }.0;
                 }
                 level = d.level();
                 // SAFETY: as above.
-                bytes += unsafe { free_delta(NonNull::from(d), tree) };
+                bytes += unsafe { free_delta_into(NonNull::from(d), tree, giver) };
                 if kind == Kind::Remove {
                     // The frozen chain below belongs to the Merge that absorbed it.
                     return (bytes, level);

@@ -7,7 +7,8 @@
 //! Blocks are kept in size classes (multiples of 8 bytes up to [`LARGEST`]), on lists linked
 //! through each block's first word, in the freeing thread's shard (one of [`STRIPES`], as the
 //! SB-tree's block free lists: `crate::counter::stripe_of_this_thread`); a thread takes from
-//! its own shard only. A shard keeps at most [`MIN_KEEP`] bytes or a 64th of the tree's
+//! its own shard only, and gives a chain's worth of blocks under one lock of its shard
+//! ([`DeltaPool::giver`]). A shard keeps at most [`MIN_KEEP`] bytes or a 64th of the tree's
 //! page and delta bytes, whichever is more, so the epoch's bursts of frees (up to 8 bags of
 //! 64 chains at a time) are mostly kept while the pool stays a small part of the tree.
 //! Every kept byte is counted ([`DeltaPool::bytes`], reported with the tree's memory), and
@@ -102,23 +103,36 @@ impl DeltaPool {
         let mut lists = lock(&self.shards[stripe_of_this_thread()].0);
         let block = NonNull::new(lists.heads[c])?;
         // SAFETY: a block on a list holds the next block's address in its first word
-        // (written by `give`; blocks are 8-aligned and at least 8 bytes).
+        // (written by `Giver::give`; blocks are 8-aligned and at least 8 bytes).
         lists.heads[c] = unsafe { (block.as_ptr() as *mut *mut u8).read() };
         lists.bytes -= size;
         Some(block)
     }
 
-    /// Keeps `block` for a later [`Self::take`], unless this thread's shard holds its share
+    /// This thread's shard, locked for a run of gives: the deltas of a chain freed together
+    /// take its lock once.
+    #[inline]
+    pub fn giver(&self) -> Giver<'_> {
+        Giver(lock(&self.shards[stripe_of_this_thread()].0))
+    }
+}
+
+/// One shard of a [`DeltaPool`], locked (see [`DeltaPool::giver`]).
+pub(super) struct Giver<'p>(std::sync::MutexGuard<'p, Lists>);
+
+impl Giver<'_> {
+    /// Keeps `block` for a later [`DeltaPool::take`], unless the shard holds its share
     /// already (more than [`MIN_KEEP`] bytes and a 64th of the tree's bytes, `tree()`, as
     /// last computed: see [`RECOUNT`]): then `false`, and the caller frees it.
     ///
     /// # Safety
     ///
     /// `block` has `size` bytes (a multiple of 8) and alignment 8, came from the global
-    /// allocator with that layout (or from [`Self::take`]), and no thread reaches it any more.
+    /// allocator with that layout (or from [`DeltaPool::take`]), and no thread reaches it any
+    /// more.
     #[inline]
     pub unsafe fn give(
-        &self,
+        &mut self,
         block: NonNull<u8>,
         size: usize,
         tree: impl FnOnce() -> usize,
@@ -129,7 +143,7 @@ impl DeltaPool {
         let Some(c) = class(size) else {
             return false;
         };
-        let mut lists = lock(&self.shards[stripe_of_this_thread()].0);
+        let lists = &mut *self.0;
         if lists.stale == 0 {
             lists.limit = MIN_KEEP.max(tree() / 64);
             lists.stale = RECOUNT;
@@ -158,7 +172,7 @@ impl Drop for DeltaPool {
                 while !block.is_null() {
                     // SAFETY: every block on the list was allocated with this class's size
                     // and alignment 8, belongs to the pool alone, and holds the next block's
-                    // address in its first word (written by `give`).
+                    // address in its first word (written by `Giver::give`).
                     unsafe {
                         let next = (block as *mut *mut u8).read();
                         std::alloc::dealloc(block, layout);
