@@ -19,12 +19,19 @@
 //! index pays the same per allocation.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Allocations made by this thread: a constant-initialized cell without a destructor, so
+    /// reaching it never allocates.
+    static THREAD_ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
 
 /// The system allocator, counting the bytes it hands out.
 #[derive(Debug, Default, Clone, Copy)]
@@ -33,6 +40,7 @@ pub struct CountingAlloc;
 #[inline]
 fn record_alloc(bytes: usize) {
     ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    let _ = THREAD_ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
     let now = CURRENT.fetch_add(bytes, Ordering::Relaxed) + bytes;
     // Reading first keeps the common case (no new peak) free of a second atomic write.
     if now > PEAK.load(Ordering::Relaxed) {
@@ -91,6 +99,13 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// How many allocations (and reallocations) the process has made so far, by every thread.
 pub fn allocations() -> usize {
     ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// How many allocations (and reallocations) the calling thread has made so far: what an
+/// operation on this thread allocated, whatever background threads (merges, maintenance, the
+/// epoch collector) allocate meanwhile.
+pub fn thread_allocations() -> usize {
+    THREAD_ALLOCATIONS.with(Cell::get)
 }
 
 /// Whether the counting allocator is the global allocator of this process (it has counted at
