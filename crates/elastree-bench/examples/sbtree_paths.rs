@@ -6,7 +6,9 @@
 //! Arguments: `[keys] [kind] [phases]` (default 10000000 sbtree all): `phases` is `load`,
 //! `scan` (load, then 100-key scans) or `all` (load, lookups, scans). Environment:
 //! `DELAY=f` loads `tsensor:f` (that fraction of keys 16 to 16,384 keys late);
-//! `THREADS=n` loads on `n` threads taking batches of 256 keys in arrival order; `YIELD=1`
+//! `THREADS=n` loads on `n` threads taking batches of 256 keys in arrival order
+//! (`SEPARATE=1`: each thread loads an index of its own, sharing nothing with the others,
+//! with the first `keys / n` keys, and the run ends after the load); `YIELD=1`
 //! has each yield after every batch (under valgrind, which runs one thread at a time, the
 //! threads then take turns batch by batch, as they interleave on two cores). The CPU
 //! time per key of each inserting thread and of the maintenance thread over the load goes
@@ -107,6 +109,30 @@ fn load(index: &dyn Index, keys: &[[u8; 8]], threads: usize) -> (f64, Vec<f64>) 
     (keys.len() as f64 / start.elapsed().as_secs_f64() / 1e6, cpu)
 }
 
+/// `threads` indexes of `kind`, each loaded by a thread of its own with `keys` (tid =
+/// position), all at once; returns the total Mops/s.
+fn load_separately(kind: IndexKind, keys: &[[u8; 8]], threads: usize) -> f64 {
+    let indexes: Vec<Box<dyn Index>> = (0..threads)
+        .map(|_| {
+            IndexBuilder::new(kind)
+                .key_len(KeyLen::Fixed(8))
+                .build()
+                .expect("build")
+        })
+        .collect();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for index in &indexes {
+            s.spawn(move || {
+                for (tid, key) in keys.iter().enumerate() {
+                    index.insert(key, tid as u64).expect("insert");
+                }
+            });
+        }
+    });
+    (keys.len() * threads) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
 fn main() {
     let arg = |i: usize| std::env::args().nth(i);
     let n: usize = arg(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
@@ -115,6 +141,11 @@ fn main() {
     let env = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
     let keys = keys(n, env("DELAY").unwrap_or(0.0));
     let threads = env("THREADS").map_or(1, |t| t as usize);
+    if std::env::var_os("SEPARATE").is_some() {
+        let mops = load_separately(kind, &keys[..keys.len() / threads], threads);
+        println!("{kind}: {threads} separate indexes, load {mops:.2} Mops/s in all");
+        return;
+    }
     let index = IndexBuilder::new(kind)
         .key_len(KeyLen::Fixed(8))
         .build()
