@@ -18,8 +18,18 @@
 //! 40  value     u64   Insert: the value; Split: the new right page; IndexEntry: the child;
 //!                     Remove: the removed page's own id; Merge: the Link to the removed
 //!                     page's chain; Unlink: the removed child
-//! 48  key bytes, then high key bytes
+//! 48  base      u64   Insert and Delete over a chain of Inserts and Deletes alone, at most
+//!                     MARKS deep (this one included): the chain's base page (a Link);
+//!                     else null
+//! 56  marks     u64   with `base`: the marks (`Key::mark`) of the keys of this delta and
+//!                     of every delta below it, this one's in the low byte; else 0
+//! 64  key bytes, then high key bytes
 //! ```
+//!
+//! `base` and `marks` summarize the chain below a leaf's newest delta: a lookup whose key's
+//! mark is none of them knows, from the top delta alone, that no delta of the chain holds
+//! its key, and searches the base page without loading the deltas between (each a
+//! dependent load, usually a cache miss).
 //!
 //! Invariants: a delta is immutable once published (installed by a compare-and-swap on its
 //! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
@@ -149,9 +159,15 @@ pub(super) struct Delta {
     tid: u64,
     high_tid: u64,
     value: u64,
+    base: Link,
+    marks: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Delta>() == 48);
+const _: () = assert!(std::mem::size_of::<Delta>() == 64);
+
+/// The most deltas (the newest included) whose keys' marks a delta's summary holds: one
+/// byte each in `marks`.
+const MARKS: u16 = 8;
 const _: () = assert!(std::mem::align_of::<Delta>() == 8);
 
 /// Where an Insert or Delete delta's key lies in the base page at the bottom of its chain,
@@ -206,14 +222,60 @@ impl Delta {
             .expect("delta layout")
     }
 
+    /// The summary (`base`, `marks`) of a leaf Insert or Delete of `key` on top of `next`
+    /// at `depth`: `next`'s extended by the key's mark, or a new one over a base page;
+    /// none (null, 0) over any other delta, past [`MARKS`] deep, or for other kinds.
+    ///
+    /// # Safety
+    ///
+    /// As [`Link::target`] for `next`.
+    unsafe fn summary(new: &NewDelta<'_>, next: Link, depth: u16) -> (Link, u64) {
+        if !matches!(new.kind, Kind::Insert | Kind::Delete) || depth > MARKS {
+            return (Link::NULL, 0);
+        }
+        let mark = u64::from(new.key.mark());
+        // SAFETY: the caller's contract.
+        match unsafe { next.target() } {
+            Target::Base(_) => (next, mark),
+            Target::Delta(d) if d.base != Link::NULL => (d.base, d.marks << 8 | mark),
+            _ => (Link::NULL, 0),
+        }
+    }
+
+    /// The chain's base page when no delta of the chain this delta tops can hold a key of
+    /// mark `mark` (see the module docs): a lookup of such a key searches the base page
+    /// alone. `None` when one may (or the delta has no summary).
+    #[inline]
+    pub fn past_deltas(&self, mark: u8) -> Option<Link> {
+        if self.base == Link::NULL {
+            return None;
+        }
+        const LOW: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // A zero byte of `x` is a delta whose key has the mark; borrows in the subtraction
+        // run upwards only, so the lowest `depth` bytes' test is exact.
+        let x = self.marks ^ LOW.wrapping_mul(u64::from(mark));
+        let in_chain = match self.depth {
+            depth if depth >= MARKS => HIGH,
+            depth => HIGH & ((1u64 << (8 * depth)) - 1),
+        };
+        (x.wrapping_sub(LOW) & !x & in_chain == 0).then_some(self.base)
+    }
+
     /// Allocates a delta on top of `next` (not yet published), from `pool`'s kept blocks
     /// when it has one of its size; returns it and its size.
-    pub fn alloc(
+    ///
+    /// # Safety
+    ///
+    /// As [`Link::target`] for `next` (its summary is read).
+    pub unsafe fn alloc(
         new: &NewDelta<'_>,
         next: Link,
         depth: u16,
         pool: &DeltaPool,
     ) -> (NonNull<Delta>, usize) {
+        // SAFETY: the caller's contract.
+        let (base, marks) = unsafe { Self::summary(new, next, depth) };
         let high = new.high.map_or(&[][..], |h| h.bytes);
         let layout = Self::layout(new.key.bytes.len(), high.len());
         // The block: the size rounded up to the alignment (see `free_delta`).
@@ -245,6 +307,8 @@ impl Delta {
                 tid: new.key.tid,
                 high_tid: new.high.map_or(0, |h| h.tid),
                 value: new.value,
+                base,
+                marks,
             });
             let bytes = (ptr as *mut u8).add(std::mem::size_of::<Delta>());
             std::ptr::copy_nonoverlapping(new.key.bytes.as_ptr(), bytes, new.key.bytes.len());

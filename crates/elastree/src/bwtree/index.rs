@@ -374,6 +374,93 @@ mod tests {
         .unwrap()
     }
 
+    /// Lookups and writes through leaf chains of up to 12 deltas, whose newest delta's
+    /// summary covers the 8 newest: a key whose mark none of them has goes straight to the
+    /// base page, any other walks the chain, and deeper chains are always walked. Most keys
+    /// share one of three marks, so their lookups meet deltas of their mark that hold other
+    /// keys; one leaf holds them all (no split), so every chain is Inserts and Deletes over
+    /// one base page.
+    #[test]
+    fn lookups_through_chains_of_colliding_marks() {
+        use super::super::key::Key;
+        use std::collections::{BTreeMap, BTreeSet};
+        let mut by_mark: BTreeMap<u8, Vec<[u8; 8]>> = BTreeMap::new();
+        for i in 0u64..4000 {
+            let key = (i * 0x9E37_79B9).to_be_bytes();
+            by_mark
+                .entry(
+                    Key {
+                        bytes: &key,
+                        tid: 0,
+                    }
+                    .mark(),
+                )
+                .or_default()
+                .push(key);
+        }
+        // Eight keys of each of three marks, and eight keys of marks of their own.
+        let mut keys: Vec<[u8; 8]> = by_mark
+            .values()
+            .take(3)
+            .flat_map(|k| k[..8].to_vec())
+            .collect();
+        keys.extend(by_mark.values().skip(3).take(8).map(|k| k[0]));
+        let n = keys.len();
+        assert_eq!(n, 32);
+        for unique in [true, false] {
+            let index = IndexBuilder::new(BwTreeOptions {
+                chain_length: 12,
+                ..BwTreeOptions::default()
+            })
+            .unique(unique)
+            .build()
+            .unwrap();
+            let mut model: BTreeSet<(usize, u64)> = BTreeSet::new();
+            let mut rng = 0x2545_F491_4F6C_DD1Du64;
+            for step in 0..20_000u64 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let k = (rng % n as u64) as usize;
+                let tid = (rng >> 8) % 3;
+                let held: Vec<u64> = model.range((k, 0)..(k + 1, 0)).map(|p| p.1).collect();
+                if rng >> 40 & 1 == 0 {
+                    let answer = index.insert(&keys[k], tid).unwrap();
+                    if unique {
+                        assert_eq!(answer, held.first().copied(), "step {step}");
+                        model.retain(|p| p.0 != k);
+                    } else {
+                        assert_eq!(answer, held.contains(&tid).then_some(tid), "step {step}");
+                    }
+                    model.insert((k, tid));
+                } else if unique {
+                    assert_eq!(index.remove(&keys[k]).unwrap(), held.first().copied());
+                    model.retain(|p| p.0 != k);
+                } else {
+                    let had = model.remove(&(k, tid));
+                    assert_eq!(
+                        index.remove_pair(&keys[k], tid).unwrap(),
+                        had,
+                        "step {step}"
+                    );
+                }
+                for (k, key) in keys.iter().enumerate() {
+                    let held: Vec<u64> = model.range((k, 0)..(k + 1, 0)).map(|p| p.1).collect();
+                    let mut got = Vec::new();
+                    index.get_all(key, &mut got).unwrap();
+                    got.sort_unstable();
+                    assert_eq!(got, held, "step {step}, key {k}");
+                    assert_eq!(index.get(key).unwrap().is_some(), !held.is_empty());
+                }
+                if step % 1000 == 0 {
+                    index.check().unwrap();
+                }
+            }
+            assert_eq!(index.len(), model.len());
+            index.check().unwrap();
+        }
+    }
+
     #[test]
     fn inserts_gets_removes_and_scans_through_splits() {
         let index = tiny(true);

@@ -60,6 +60,21 @@ impl<'a> Key<'a> {
         a.cmp(b).then(self.tid.cmp(&other.tid))
     }
 
+    /// A byte hashed from the key's first and last 8 bytes, its length and its tid: equal
+    /// keys have equal marks, so a chain none of whose keys' marks is a key's cannot hold
+    /// it (see `delta.rs`'s summaries).
+    #[inline]
+    pub fn mark(self) -> u8 {
+        let len = self.bytes.len();
+        let (first, last) = match (self.bytes.first_chunk::<8>(), self.bytes.last_chunk::<8>()) {
+            (Some(f), Some(l)) => (u64::from_le_bytes(*f), u64::from_le_bytes(*l)),
+            _ => (key_word(self.bytes, 0), 0),
+        };
+        let mixed = (first ^ last.rotate_left(29) ^ len as u64)
+            .wrapping_add(self.tid.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+    }
+
     /// The probe a page search takes (with the tid when pages keep tids).
     #[inline]
     pub fn probe(self, pairs: bool) -> VarProbe<'a> {

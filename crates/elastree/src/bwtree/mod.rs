@@ -274,7 +274,8 @@ impl BwTree {
     fn install(&self, id: PageId, top: Link, new: &delta::NewDelta<'_>) -> Option<Link> {
         // SAFETY: `top` was read from the mapping table under the caller's pin.
         let depth = unsafe { top.depth() }.saturating_add(1);
-        let (delta, size) = delta::Delta::alloc(new, top, depth, &self.bytes.pool);
+        // SAFETY: as above.
+        let (delta, size) = unsafe { delta::Delta::alloc(new, top, depth, &self.bytes.pool) };
         self.bytes.of(new.level).add(size);
         let delta = Link::delta(delta);
         if self.table.cas(id, top, delta) {

@@ -1,6 +1,6 @@
 //! Freed delta blocks kept for the tree's next deltas instead of going back to the system
 //! allocator. A write allocates a delta and each consolidation frees a chain's worth, all of a
-//! few sizes (48 bytes and the key's); with glibc a malloc of one cost about 150 instructions
+//! few sizes (64 bytes and the key's); with glibc a malloc of one cost about 150 instructions
 //! (the 4 KiB page allocations between them empty its fast bins), a pop from here about 20
 //! (`examples/bw_ops.rs` under callgrind).
 //!
@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use crate::counter::{stripe_of_this_thread, STRIPES};
 
 /// The largest block kept, in bytes (a delta with a key of up to 80 bytes).
-const LARGEST: usize = 128;
+const LARGEST: usize = 144;
 /// Size classes: `8 * (c + 1)` bytes for class `c`.
 const CLASSES: usize = LARGEST / 8;
 /// Bytes a shard may keep however small the tree.

@@ -147,6 +147,15 @@ impl BwTree {
         config: &PageConfig,
     ) -> Step<'g> {
         let mut link = top;
+        if let (Goal::Lookup, Some(key)) = (goal, probe.key) {
+            // SAFETY: as in the loop below.
+            if let Target::Delta(d) = unsafe { top.target::<'g>() } {
+                // No delta holds the key: straight to the base page.
+                if let Some(base) = d.past_deltas(key.mark()) {
+                    link = base;
+                }
+            }
+        }
         let mut probe = probe;
         loop {
             // SAFETY: `top` was read from the mapping table while pinned for `'g`, and every
