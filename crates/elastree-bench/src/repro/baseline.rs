@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::document::{targets_table_of, Target};
+use super::document::{fmt_rate, targets_table_of, Target};
 use super::plots::{draw_grouped_bars, Point, Series};
 use super::{ExperimentContext, Report};
 use crate::keys::KeySetKind;
@@ -323,7 +323,8 @@ impl Suite<'_> {
                     .median(self.baseline, keys, workload)
                     .filter(|&b| b > 0.0);
                 let ratio = base.map_or_else(String::new, |b| format!(" ({:.2}x)", s.median / b));
-                format!("{:.3} [{:.3}-{:.3}]{ratio}", s.median, s.min, s.max)
+                let (median, min, max) = (fmt_rate(s.median), fmt_rate(s.min), fmt_rate(s.max));
+                format!("{median} [{min}-{max}]{ratio}")
             }
             Status::Skipped(_) => "skipped".to_string(),
             Status::Failed(_) => "FAILED".to_string(),

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use elastree::{IndexKind, PageOrganization};
 
 use super::baseline::{targeted_suite, Additions, Suite};
-use super::document::Target;
+use super::document::{fmt_rate, Target};
 use super::plots::{draw_lines, plain, LineChart};
 use super::sbtree::{over, times};
 use super::{ExperimentContext, Report};
@@ -148,8 +148,8 @@ fn points_table(suite: &Suite<'_>, points: &[(String, Workload)], keys: KeySetKi
                 let v = suite.median_at(label, keys, wl, THREADS);
                 let ratio = over(v, suite.median_at(BTREE, keys, wl, THREADS));
                 match (v, ratio) {
-                    (Some(v), Some(r)) if label != BTREE => format!("{v:.3} ({r:.2}x)"),
-                    (Some(v), _) => format!("{v:.3}"),
+                    (Some(v), Some(r)) if label != BTREE => format!("{} ({r:.2}x)", fmt_rate(v)),
+                    (Some(v), _) => fmt_rate(v),
                     (None, _) => "-".to_string(),
                 }
             })
