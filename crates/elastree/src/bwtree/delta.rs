@@ -164,11 +164,11 @@ pub(super) struct Delta {
 }
 
 const _: () = assert!(std::mem::size_of::<Delta>() == 64);
+const _: () = assert!(std::mem::align_of::<Delta>() == 8);
 
 /// The most deltas (the newest included) whose keys' marks a delta's summary holds: one
 /// byte each in `marks`.
 const MARKS: u16 = 8;
-const _: () = assert!(std::mem::align_of::<Delta>() == 8);
 
 /// Where an Insert or Delete delta's key lies in the base page at the bottom of its chain,
 /// as the writer's walk found it there: consolidation patches that page (`node/page/patch.rs`)
@@ -253,12 +253,11 @@ impl Delta {
         const LOW: u64 = 0x0101_0101_0101_0101;
         const HIGH: u64 = 0x8080_8080_8080_8080;
         // A zero byte of `x` is a delta whose key has the mark; borrows in the subtraction
-        // run upwards only, so the lowest `depth` bytes' test is exact.
+        // run upwards only, so the lowest `depth` bytes' test is exact. A delta with a
+        // summary is 1 to MARKS deep (`summary`).
+        debug_assert!((1..=MARKS).contains(&self.depth));
         let x = self.marks ^ LOW.wrapping_mul(u64::from(mark));
-        let in_chain = match self.depth {
-            depth if depth >= MARKS => HIGH,
-            depth => HIGH & ((1u64 << (8 * depth)) - 1),
-        };
+        let in_chain = HIGH >> (8 * (MARKS - self.depth));
         (x.wrapping_sub(LOW) & !x & in_chain == 0).then_some(self.base)
     }
 

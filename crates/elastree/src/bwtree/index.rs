@@ -377,9 +377,10 @@ mod tests {
     /// Lookups and writes through leaf chains of up to 12 deltas, whose newest delta's
     /// summary covers the 8 newest: a key whose mark none of them has goes straight to the
     /// base page, any other walks the chain, and deeper chains are always walked. Most keys
-    /// share one of three marks, so their lookups meet deltas of their mark that hold other
-    /// keys; one leaf holds them all (no split), so every chain is Inserts and Deletes over
-    /// one base page.
+    /// share one of three marks (with tid 0: in the non-unique tree a pair's mark takes in
+    /// its tid, so there the pairs with tid 0 collide), so their lookups meet deltas of
+    /// their mark that hold other keys; one leaf holds them all (no split), so every chain
+    /// is Inserts and Deletes over one base page.
     #[test]
     fn lookups_through_chains_of_colliding_marks() {
         use super::super::key::Key;
