@@ -339,6 +339,7 @@ pub(super) fn write(
         live: bin_need,
     });
     node.set_count(count);
+    page.mark_suffix_free();
 }
 
 /// Copies page `src` into `dst`, an unpublished page with room for `src`'s live bytes
@@ -378,7 +379,7 @@ pub(super) fn copy_grown(
         [FenceFrom::Old; 2],
     );
     dst.set_count(count);
-    to.zero_unwritten();
+    to.finish_build();
 }
 
 /// Where the fence of a page moved from another comes from.
@@ -514,6 +515,7 @@ pub(super) fn relayout(node: &NodeHeader, config: &PageConfig, cap: usize) {
         prefix_offset: shift(meta.prefix_offset),
         ..meta
     });
+    new.mark_suffix_free();
 }
 
 /// The capacity that shares the free bytes of `node` between slots and bin after one more

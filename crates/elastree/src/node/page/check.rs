@@ -1,5 +1,6 @@
 //! The page's invariant walk: its shape, its bin accounting, its prefix (in the bin and its
-//! copy in the header), every entry's mid-key and suffix, key order, and its fences.
+//! copy in the header), every entry's mid-key and suffix (none on a page flagged
+//! suffix-free), key order, and its fences.
 
 use super::super::slotted::VarKey;
 use super::super::NodeHeader;
@@ -79,6 +80,11 @@ pub(super) fn check_page(node: &NodeHeader, config: &PageConfig) -> Result<(), S
         let (offset, len) = page.suffix_at(i);
         if !in_bin(offset, len) {
             return Err(format!("entry {i}: suffix {offset}+{len} outside the bin"));
+        }
+        if len > 0 && page.suffix_free {
+            return Err(format!(
+                "entry {i} has a suffix on a page flagged suffix-free"
+            ));
         }
         live += len;
         let key = page.key(i);

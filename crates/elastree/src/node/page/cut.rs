@@ -157,6 +157,6 @@ fn moved_half(
     copy_run(from, &to, range, 0, image, start);
     finish_moved_bin(from, &to, from.meta(), bin, (start, image), fences);
     header.set_count(count);
-    to.zero_unwritten();
+    to.finish_build();
     (node, size)
 }

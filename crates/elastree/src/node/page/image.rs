@@ -106,7 +106,7 @@ impl PageImage {
         // SAFETY: freshly allocated, not yet shared.
         let header = unsafe { node.as_ref() };
         write(header, config, &mut self.content, range);
-        Page::of(header, config.form).zero_unwritten();
+        Page::of(header, config.form).finish_build();
         (node, size)
     }
 

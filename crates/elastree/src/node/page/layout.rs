@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! bytes 0..24     NodeHeader (lock, count, level, format, link)
-//! bytes 24..32    shape: page bytes (high 32 bits, fixed at allocation) | capacity (low 16)
+//! bytes 24..32    shape: page bytes (high 32 bits, fixed at allocation) | flags (16..32)
+//!                 | capacity (low 16)
 //! bytes 32..40    meta:  prefix length | prefix offset | bin top | bin live   (4 x u16)
 //! bytes 40..64    the prefix's first 24 bytes, in 3 big-endian words (zero past its end)
 //! 64..            mids:     cap x u32 (or u64) the 4 (or 8) key bytes after the prefix,
@@ -27,6 +28,11 @@
 //! * `count <= cap`; the bin's bytes `bin - top .. bin` are handed out, of which `live` are
 //!   in use (the prefix, the fences and the entries' suffixes; a removed entry's suffix is
 //!   dead until the page is rebuilt);
+//! * the shape's `SUFFIX_FREE` flag, when set, promises that no entry has a suffix (every
+//!   key's remainder after the prefix fits its mid-key, as with fixed 8-byte keys under
+//!   8-byte mid-keys): a search that ties on a mid-key then decides without reading the
+//!   entry's suffix location. A build sets it from its entries; an in-place insert of an
+//!   entry with a suffix clears it; writing the shape clears it;
 //! * the prefix lies at `prefix offset` in the bin, and its first 24 bytes are repeated in
 //!   the header (so that a search compares a short prefix without touching the bin);
 //! * a fence of length `NO_FENCE` is absent (unbounded); in non-unique trees a fence's tid
@@ -69,6 +75,9 @@ pub(super) const FIXED_BYTES: usize = VECTORS_AT + 8 + 8;
 
 /// The most entries a page holds (its capacity is a 16-bit field).
 pub(super) const MAX_CAP: usize = u16::MAX as usize;
+
+/// The shape word's flag: no entry of the page has a suffix (see the invariants above).
+const SUFFIX_FREE: u64 = 1 << 16;
 
 /// The length of an absent (unbounded) fence.
 pub(super) const NO_FENCE: usize = u16::MAX as usize;
@@ -195,6 +204,8 @@ pub(super) struct Page<'n> {
     /// Entries the vectors hold.
     pub cap: usize,
     pub form: Form,
+    /// The shape's `SUFFIX_FREE` flag as this view read it.
+    pub suffix_free: bool,
     meta: &'n AtomicU64,
     inline: &'n [AtomicU64],
     pub mids: Mids<'n>,
@@ -252,6 +263,7 @@ impl<'n> Page<'n> {
                 bytes,
                 cap,
                 form,
+                suffix_free: word & SUFFIX_FREE != 0,
                 meta: &*(base.add(META_AT) as *const AtomicU64),
                 inline: std::slice::from_raw_parts(
                     base.add(INLINE_AT) as *const AtomicU64,
@@ -276,10 +288,23 @@ impl<'n> Page<'n> {
     }
 
     /// Writes the shape word of a page being allocated or rebuilt (write lock held, or
-    /// unpublished). `cap` must leave the bin its pad word.
+    /// unpublished), its `SUFFIX_FREE` flag clear. `cap` must leave the bin its pad word.
     pub fn set_shape(node: &NodeHeader, bytes: usize, cap: usize, form: Form) {
         debug_assert!(bytes % 8 == 0 && cap <= form.max_cap(bytes));
         shape_word(node).store((bytes as u64) << 32 | cap as u64, Ordering::Relaxed);
+    }
+
+    /// Sets the shape's `SUFFIX_FREE` flag if no entry has a suffix: the last step of a
+    /// build (write lock held, or unpublished), once its meta word and fences are set. The
+    /// bin's live bytes tell it: they are the prefix's, the fences' and the suffixes'.
+    pub fn mark_suffix_free(&self) {
+        let tid = if self.form.with_tid { 8 } else { 0 };
+        let fence = |(_, len): (usize, usize)| if len == NO_FENCE { 0 } else { len + tid };
+        let spots = self.fence_spots();
+        let meta = self.meta();
+        if meta.live == meta.prefix_len + fence(spots.low) + fence(spots.high) {
+            shape_word(self.node).fetch_or(SUFFIX_FREE, Ordering::Relaxed);
+        }
     }
 
     /// The page's size in bytes as its shape word gives it (fixed at allocation).
@@ -388,7 +413,8 @@ impl<'n> Page<'n> {
         self.form.with_tid
     }
 
-    /// Writes entry `i`'s vector slots. Write lock held.
+    /// Writes entry `i`'s vector slots (an entry with a suffix clears the shape's
+    /// `SUFFIX_FREE` flag). Write lock held.
     #[inline]
     pub fn set_entry(&self, i: usize, mid: u64, loc: (usize, usize), tid: u64, value: u64) {
         match self.mids {
@@ -396,18 +422,22 @@ impl<'n> Page<'n> {
             Mids::Eight(m) => m[i].store(mid, Ordering::Relaxed),
         }
         self.locs[i].store(((loc.0 as u32) << 16) | loc.1 as u32, Ordering::Relaxed);
+        if loc.1 != 0 && self.suffix_free {
+            shape_word(self.node).fetch_and(!SUFFIX_FREE, Ordering::Relaxed);
+        }
         if let Some(slot) = self.tids.get(i) {
             slot.store(tid, Ordering::Relaxed);
         }
         self.values[i].store(value, Ordering::Release);
     }
 
-    /// Zeroes what a build into an uninitialized page ([`super::alloc_built_page`]) left
-    /// unwritten once its shape, count, meta word and entries are set: the vector slots from
-    /// the count on, the bytes between the vectors and the fence word, the bin's words below
-    /// its first byte in use (the meta word's `live` bytes end the bin), and the pad word.
-    /// Every byte of the page is then initialized. The page is not shared yet.
-    pub fn zero_unwritten(&self) {
+    /// Finishes a build into an uninitialized page ([`super::alloc_built_page`]) once its
+    /// shape, count, meta word and entries are set: zeroes what it left unwritten (the vector
+    /// slots from the count on, the bytes between the vectors and the fence word, the bin's
+    /// words below its first byte in use (the meta word's `live` bytes end the bin), and the
+    /// pad word), so that every byte of the page is initialized, and sets the
+    /// `SUFFIX_FREE` flag if it applies. The page is not shared yet.
+    pub fn finish_build(&self) {
         let count = self.count();
         match self.mids {
             Mids::Four(m) => zero_slots(&m[count..]),
@@ -432,6 +462,7 @@ impl<'n> Page<'n> {
         self.bin.zero_words(0..start / 8);
         self.bin
             .zero_words(self.bin_len / 8..words_for(self.bin_len));
+        self.mark_suffix_free();
     }
 
     /// Moves entries `from..count` one slot right (to make room at `from`). Write lock held;

@@ -195,10 +195,12 @@ pub(super) fn alloc_page(
         .min(config.max_entries(level))
         .max(2.min(max_cap));
     Page::set_shape(header, bytes, cap, config.form);
-    Page::of(header, config.form).set_fence_spots(FenceSpots {
+    let page = Page::of(header, config.form);
+    page.set_fence_spots(FenceSpots {
         low: (0, NO_FENCE),
         high: (0, NO_FENCE),
     });
+    page.mark_suffix_free();
     (node, size)
 }
 
@@ -207,7 +209,7 @@ pub(super) fn alloc_page(
 /// page): only its header and shape word are written here (the size, a capacity of 0); the
 /// build sets the shape again, writes the meta word, the inline prefix words, the fence word,
 /// every vector slot below the count and the bin from its first byte in use, then
-/// [`Page::zero_unwritten`] zeroes the rest. Unlike [`alloc_page`]'s, the page's bytes are not
+/// [`Page::finish_build`] zeroes the rest. Unlike [`alloc_page`]'s, the page's bytes are not
 /// zeroed first (a page is most of a consolidation's allocation, and the build overwrites
 /// nearly all of it). Returns it and its size.
 pub(super) fn alloc_built_page(

@@ -152,7 +152,7 @@ pub(super) fn patch(
     debug_assert_eq!(slot, new_count);
     finish_moved_bin(&from, &to, meta, bin, (start, scratch), [FenceFrom::Old; 2]);
     header.set_count(new_count);
-    to.zero_unwritten();
+    to.finish_build();
     Some(Patched {
         node,
         size,

@@ -100,15 +100,22 @@ impl Page<'_> {
     /// (non-unique trees) by tid. The suffixes' first words decide most ties: they are
     /// compared as integers first (the probe's read once per search), and the bytes after
     /// them only when they are equal. A probe without a suffix (its mid-key holds all of its
-    /// remainder: an 8-byte key under a page prefix) reads only the entry's suffix length.
+    /// remainder: an 8-byte key under a page prefix) reads only the entry's suffix length,
+    /// and not even that on a page whose entries have no suffixes (its `SUFFIX_FREE` flag,
+    /// read with the shape): a fixed-length key's search then never touches the suffix
+    /// locations, one cache miss fewer per page.
     #[inline(always)]
     fn compare_tail(&self, i: usize, probe: &Remainder<'_>) -> CmpOrdering {
-        let (offset, len) = self.suffix_at(i);
+        let (offset, len) = if self.suffix_free {
+            (0, 0)
+        } else {
+            self.suffix_at(i)
+        };
         let n = len.min(probe.suffix.len());
-        let by_suffix = if probe.suffix.is_empty() {
+        let by_suffix = if probe.suffix.is_empty() || len == 0 {
             // Nothing to compare, and the bin is not read (its line is often not loaded
-            // yet): the entry's suffix is longer, or as empty.
-            len.cmp(&0)
+            // yet): the longer suffix is the greater.
+            len.cmp(&probe.suffix.len())
         } else if n >= 8 {
             let (stored, head) = (self.bin.window(offset), probe.head);
             if stored != head {
@@ -224,7 +231,9 @@ impl Page<'_> {
         }
         let end = (lower + n).min(count);
         prefetch(&self.values[lower..end]);
-        prefetch(&self.locs[lower..end]);
+        if !self.suffix_free {
+            prefetch(&self.locs[lower..end]);
+        }
         while n > 1 {
             let half = n / 2;
             let middle = lower + half;

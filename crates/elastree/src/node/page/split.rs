@@ -144,7 +144,7 @@ fn build_page(
     // SAFETY: freshly allocated, not yet shared.
     let header = unsafe { node.as_ref() };
     write(header, config, content, range);
-    Page::of(header, config.form).zero_unwritten();
+    Page::of(header, config.form).finish_build();
     (node, size)
 }
 

@@ -860,3 +860,66 @@ fn whole_key_pages_never_factor_out_a_prefix() {
     free(&config, &[node]);
     free(&optimized, &[page]);
 }
+
+/// Whether page `node`'s shape carries the suffix-free flag.
+fn suffix_free(node: &NodeHeader, config: &PageConfig) -> bool {
+    Page::of(node, config.form).suffix_free
+}
+
+#[test]
+fn pages_whose_keys_fit_their_mid_keys_skip_the_suffixes() {
+    let config = PageConfig::new((16, 16), (512, 512), 16, (false, true, MidWidth::Eight));
+    // Eight-byte keys that differ only in their last byte, and one that is a prefix of
+    // another: every remainder fits an 8-byte mid-key.
+    let short: Vec<[u8; 8]> = (0..6u8).map(|b| [7, 7, 7, 7, 7, 7, 7, b * 3]).collect();
+    let mut keys: Vec<&[u8]> = short.iter().map(|k| &k[..]).collect();
+    keys.push(&b"\x07\x07\x07"[..]);
+    let node = page_of(&config, &keys);
+    // SAFETY: owned by this test.
+    let leaf = unsafe { node.as_ref() };
+    assert!(suffix_free(leaf, &config), "no key has a suffix");
+    let search = |key: &[u8]| {
+        let hit = PageRepr::search(leaf, &config, VarProbe::new(key, None));
+        (hit.pos, hit.found)
+    };
+    assert_eq!(search(&[7, 7, 7, 7, 7, 7, 7, 3]), (2, true));
+    assert_eq!(search(&[7, 7, 7, 7, 7, 7, 7, 4]), (3, false));
+    // A probe longer than every key ties on its mid-key and sorts after the entry.
+    assert_eq!(search(&[7, 7, 7, 7, 7, 7, 7, 3, 0]), (3, false));
+    assert_eq!(search(&[7, 7, 7]), (0, true));
+
+    // A key with a suffix clears the flag, and searches compare suffixes again.
+    let long = [7, 7, 7, 7, 7, 7, 7, 3, 1, 2, 3];
+    let probe = VarProbe::new(&long, None);
+    let hit = PageRepr::search(leaf, &config, probe);
+    assert_eq!((hit.pos, hit.found), (3, false));
+    PageRepr::insert_at(leaf, &config, hit.pos, probe, 99);
+    PageRepr::check_node(leaf, &config).unwrap();
+    assert!(!suffix_free(leaf, &config), "the long key has a suffix");
+    assert_eq!(search(&long), (3, true));
+    assert_eq!(search(&[7, 7, 7, 7, 7, 7, 7, 3, 0]), (3, false));
+    assert_eq!(search(&[7, 7, 7, 7, 7, 7, 7, 3, 1, 2, 4]), (4, false));
+
+    // A page built without it has the flag, one built with it has not.
+    let build = |with_long: bool| {
+        let mut image = PageImage::default();
+        for (value, key) in keys_of(leaf, &config).iter().enumerate() {
+            if with_long || key[..] != long[..] {
+                image.push(key, 0, value as u64);
+            }
+        }
+        let n = image.len();
+        image.build(&config, 0, 0..n, (None, None)).0
+    };
+    let (without, with) = (build(false), build(true));
+    // SAFETY: built by this test, not shared.
+    let (without_page, with_page) = unsafe { (without.as_ref(), with.as_ref()) };
+    assert!(suffix_free(without_page, &config));
+    assert!(!suffix_free(with_page, &config));
+    for page in [without_page, with_page] {
+        PageRepr::check_node(page, &config).unwrap();
+        let hit = PageRepr::search(page, &config, VarProbe::new(&short[4], None));
+        assert!(hit.found);
+    }
+    free(&config, &[node, without, with]);
+}
