@@ -280,7 +280,7 @@ impl BwTree {
         let level = base.level();
         set_sibling(patched.node, sibling(base));
         self.bytes.of(level).add(patched.size);
-        let page = Link::base(patched.node);
+        let page = self.link_to(patched.node);
         if !self.table.cas(id, top, page) {
             self.discard(page, true);
             return Some(false);
@@ -365,7 +365,7 @@ impl BwTree {
         set_sibling(right.node, sibling(base));
         set_sibling(left.node, right_id);
         self.bytes.of(0).add(right.size + left.size);
-        let (left, right) = (Link::base(left.node), Link::base(right.node));
+        let (left, right) = (self.link_to(left.node), self.link_to(right.node));
         let posted = (0, split_key, high.as_ref().map(Key::of));
         let Some(delta) = self.post_split(id, top, (right_id, right), posted, guard) else {
             self.discard(left, true);

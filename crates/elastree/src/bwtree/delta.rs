@@ -53,9 +53,24 @@ use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
 
 /// A mapping-table entry or a delta's `next`: null, a delta (low bit clear) or a base page
-/// (an optimized page's header, low bit set). Both are 8-aligned.
+/// (an optimized page's header, low bit set). Both are 8-aligned. On x86_64 a base page's
+/// link also carries, in its top byte (user addresses stay below 2^56 there, even with
+/// five-level paging), how many cache lines from the page's start a search reads first
+/// (the header and the mid-keys), so that a reader can start loading them all with the
+/// header: see [`Link::prefetch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Link(pub usize);
+
+/// Where a base page's link keeps its line count.
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
+const LINES_SHIFT: u32 = 56;
+/// The bits of a link that hold the address (and the tag bit).
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
+const ADDRESS_MASK: usize = (1 << LINES_SHIFT) - 1;
+#[cfg(not(all(target_arch = "x86_64", target_pointer_width = "64")))]
+const ADDRESS_MASK: usize = usize::MAX;
+/// The most lines a link announces (6 bits).
+const MAX_LINES: usize = 63;
 
 /// What a link points at, borrowed for the epoch guard's lifetime.
 pub(super) enum Target<'g> {
@@ -71,14 +86,51 @@ impl Link {
     /// No page.
     pub const NULL: Link = Link(0);
 
-    /// A link to a base page.
-    pub fn base(node: NonNull<NodeHeader>) -> Link {
-        Link(node.as_ptr() as usize | 1)
+    /// A link to base page `node`, whose search reads `lines` cache lines from its start
+    /// first (at most [`MAX_LINES`] are announced).
+    pub fn base(node: NonNull<NodeHeader>, lines: usize) -> Link {
+        let address = node.as_ptr() as usize;
+        #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
+        if address & !ADDRESS_MASK == 0 {
+            return Link(address | 1 | lines.min(MAX_LINES) << LINES_SHIFT);
+        }
+        let _ = lines;
+        Link(address | 1)
     }
 
     /// A link to a delta.
     pub fn delta(delta: NonNull<Delta>) -> Link {
         Link(delta.as_ptr() as usize)
+    }
+
+    /// Whether the link leads to a delta (not a base page, not null).
+    #[cfg_attr(feature = "loom", allow(dead_code))]
+    #[inline]
+    pub fn is_delta(self) -> bool {
+        self.0 != 0 && self.0 & 1 == 0
+    }
+
+    /// Whether the link leads to a base page.
+    #[cfg_attr(feature = "loom", allow(dead_code))]
+    #[inline]
+    pub fn is_base(self) -> bool {
+        self.0 & 1 == 1
+    }
+
+    /// Starts loading the cache lines a search of base page link `self` reads first (its
+    /// header and mid-keys), all at once. `self` need not be current: a prefetch never
+    /// faults and reads nothing for the program, so a link to a page freed since (a stale
+    /// hint) only wastes the requests. Does nothing for other links, and off x86_64.
+    #[cfg_attr(feature = "loom", allow(dead_code))]
+    #[inline]
+    pub fn prefetch(self) {
+        #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
+        if self.is_base() {
+            let address = self.0 & ADDRESS_MASK & !1;
+            for line in 0..self.0 >> LINES_SHIFT {
+                crate::node::prefetch_line(address + 64 * line);
+            }
+        }
     }
 
     /// What the link points at.
@@ -94,7 +146,7 @@ impl Link {
             Target::Null
         } else if self.0 & 1 == 1 {
             // SAFETY: see the function's contract.
-            Target::Base(unsafe { &*((self.0 & !1) as *const NodeHeader) })
+            Target::Base(unsafe { &*((self.0 & ADDRESS_MASK & !1) as *const NodeHeader) })
         } else {
             // SAFETY: see the function's contract.
             Target::Delta(unsafe { &*(self.0 as *const Delta) })

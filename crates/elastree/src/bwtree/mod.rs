@@ -263,7 +263,16 @@ impl BwTree {
         let (node, size) = image.build(&self.config, level, range, fences);
         set_sibling(node, right);
         self.bytes.of(level).add(size);
-        (Link::base(node), size)
+        (self.link_to(node), size)
+    }
+
+    /// The link to base page `node`, just built by this thread and not yet shared, with the
+    /// cache lines a search reads first: the header's and the mid-keys'.
+    fn link_to(&self, node: NonNull<NodeHeader>) -> Link {
+        // SAFETY: the caller built the page and has not shared it, so it is live.
+        let count = unsafe { node.as_ref() }.count();
+        let mids = count * self.config.mid_width().bytes();
+        Link::base(node, 1 + mids.div_ceil(64))
     }
 
     /// Installs delta `new` on page `id`, whose chain `top` the caller read under its pin:

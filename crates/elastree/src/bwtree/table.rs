@@ -1,6 +1,14 @@
 //! The mapping table: logical page ids to the page's current state (a tagged [`Link`] to the
 //! top of its delta chain), growable without stopping readers.
 //!
+//! Beside each id's link lies a hint: the link of the last base page installed as the
+//! page's whole chain. A reader that finds a base page in the table starts loading its header
+//! and mid-keys at once (the link says how many lines: [`Link::prefetch`]); one that finds a
+//! delta on top does so for the hint's page, so the base page (which the walk reaches after
+//! the delta) loads while the delta does, instead of after it. The hint is never
+//! dereferenced: a stale one (the page consolidated since, or freed) only wastes prefetches,
+//! which never fault.
+//!
 //! # Layout
 //!
 //! Ids are split over segments whose sizes double: segment `s` holds
@@ -28,7 +36,7 @@ use super::shim::{self, Garbage, Guard};
 use crate::mem::ByteCounter;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// Slots of the first two segments: a small tree's table is one 8 KiB segment.
+/// Ids of the first two segments: a small tree's table is one 16 KiB segment.
 const FIRST_SEGMENT: u64 = 1024;
 /// `log2(FIRST_SEGMENT)`.
 const FIRST_BITS: u32 = FIRST_SEGMENT.trailing_zeros();
@@ -47,13 +55,17 @@ fn locate(id: PageId) -> (usize, usize) {
     (segment, (biased - (1 << bit)) as usize)
 }
 
-/// Slots of segment `s`.
+/// Ids of segment `s`.
 fn segment_len(s: usize) -> usize {
     (FIRST_SEGMENT << s) as usize
 }
 
+/// Words per id in a segment: its link and its base-page hint, in one 16-byte-aligned pair
+/// (so in one cache line).
+const WORDS_PER_ID: usize = 2;
+
 fn segment_layout(s: usize) -> Layout {
-    Layout::array::<AtomicUsize>(segment_len(s)).expect("segment layout")
+    Layout::array::<AtomicUsize>(WORDS_PER_ID * segment_len(s)).expect("segment layout")
 }
 
 /// The mapping table (see the module docs).
@@ -81,41 +93,69 @@ impl MappingTable {
         }
     }
 
-    /// The slot of `id`, if its segment exists.
+    /// The words of `id` (its link and its hint), if its segment exists.
     #[inline]
-    fn slot(&self, id: PageId) -> Option<&AtomicUsize> {
+    fn slot(&self, id: PageId) -> Option<&[AtomicUsize; WORDS_PER_ID]> {
         let (segment, offset) = locate(id);
         let base = self.directory.get(segment)?.load(Ordering::Acquire);
         if base.is_null() {
             return None;
         }
-        // SAFETY: a non-null directory entry points to a live segment of `segment_len`
-        // zero-initialised atomics (installed with Release after zeroing, freed only on drop)
-        // and `offset < segment_len(segment)` by `locate`.
-        Some(unsafe { &*base.add(offset) })
+        // SAFETY: a non-null directory entry points to a live segment of
+        // `WORDS_PER_ID * segment_len` zero-initialised atomics (installed with Release after
+        // zeroing, freed only on drop) and `offset < segment_len(segment)` by `locate`.
+        Some(unsafe { &*(base.add(WORDS_PER_ID * offset) as *const [AtomicUsize; WORDS_PER_ID]) })
     }
 
-    /// The current state of page `id` (null for an id with no page).
+    /// The current state of page `id` (null for an id with no page). When a delta tops the
+    /// chain, the base page's hint (see the module docs) starts loading.
     #[inline]
     pub fn get(&self, id: PageId) -> Link {
-        self.slot(id)
-            .map_or(Link::NULL, |slot| Link(slot.load(Ordering::Acquire)))
+        self.slot(id).map_or(Link::NULL, |words| {
+            let link = Link(words[0].load(Ordering::Acquire));
+            #[cfg(not(feature = "loom"))]
+            if link.is_delta() {
+                Link(words[1].load(Ordering::Relaxed)).prefetch();
+            } else {
+                link.prefetch();
+            }
+            link
+        })
     }
 
     /// Replaces page `id`'s state `expected` with `new`; `false` if it was not `expected`.
     #[inline]
     pub fn cas(&self, id: PageId, expected: Link, new: Link) -> bool {
-        self.slot(id).is_some_and(|slot| {
-            slot.compare_exchange(expected.0, new.0, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+        self.slot(id).is_some_and(|words| {
+            let swapped = words[0]
+                .compare_exchange(expected.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            if swapped {
+                Self::note_base(words, new);
+            }
+            swapped
         })
     }
 
     /// Sets the state of `id`, an id this thread holds and has not published.
     pub fn set(&self, id: PageId, link: Link) {
-        if let Some(slot) = self.slot(id) {
-            slot.store(link.0, Ordering::Release);
+        if let Some(words) = self.slot(id) {
+            words[0].store(link.0, Ordering::Release);
+            Self::note_base(words, link);
         }
+    }
+
+    /// Keeps base page `link` (if it is one) as its id's hint. Under loom the
+    /// hint is neither kept nor read: it changes no outcome, and its accesses would only
+    /// widen the models.
+    #[inline]
+    fn note_base(words: &[AtomicUsize; WORDS_PER_ID], link: Link) {
+        #[cfg(not(feature = "loom"))]
+        if link.is_base() {
+            words[1].store(link.0, Ordering::Relaxed);
+        }
+        #[cfg(feature = "loom")]
+        let _ = (words, link);
     }
 
     /// Hands out an id, recycled or fresh, whose slot exists and is null.
@@ -132,7 +172,7 @@ impl MappingTable {
         if !entry.load(Ordering::Acquire).is_null() {
             return;
         }
-        let fresh = shim::new_slots(segment_len(s));
+        let fresh = shim::new_slots(WORDS_PER_ID * segment_len(s));
         match entry.compare_exchange(
             std::ptr::null_mut(),
             fresh,
@@ -141,7 +181,7 @@ impl MappingTable {
         ) {
             Ok(_) => self.bytes.add(segment_layout(s).size()),
             // SAFETY: `fresh` was never shared (another thread installed its segment first).
-            Err(_) => unsafe { shim::free_slots(fresh, segment_len(s)) },
+            Err(_) => unsafe { shim::free_slots(fresh, WORDS_PER_ID * segment_len(s)) },
         }
     }
 
@@ -192,7 +232,7 @@ impl Drop for MappingTable {
             if !base.is_null() {
                 // SAFETY: allocated by `ensure_segment` with this length; the table is being
                 // dropped, so no reference into it remains.
-                unsafe { shim::free_slots(base, segment_len(s)) };
+                unsafe { shim::free_slots(base, WORDS_PER_ID * segment_len(s)) };
             }
         }
     }

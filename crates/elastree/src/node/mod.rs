@@ -185,6 +185,22 @@ pub fn prefetch<T>(data: &[T]) {
     let _ = data;
 }
 
+/// Asks the CPU to start loading the cache line at `address`, which need not be valid: a
+/// prefetch never faults and never reads for the program (a hint taken from memory that may
+/// have been freed since is fine). A no-op on targets without a prefetch instruction.
+#[inline(always)]
+pub fn prefetch_line(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching is a hint that never faults or changes memory, whatever the
+        // address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::without_provenance(address)) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 /// The result of searching a node for a key: the position of the first entry not less than
 /// the key, and whether that entry's key equals it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
