@@ -70,6 +70,7 @@ const ADDRESS_MASK: usize = (1 << LINES_SHIFT) - 1;
 #[cfg(not(all(target_arch = "x86_64", target_pointer_width = "64")))]
 const ADDRESS_MASK: usize = usize::MAX;
 /// The most lines a link announces (6 bits).
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
 const MAX_LINES: usize = 63;
 
 /// What a link points at, borrowed for the epoch guard's lifetime.
@@ -86,15 +87,17 @@ impl Link {
     /// No page.
     pub const NULL: Link = Link(0);
 
-    /// A link to base page `node`, whose search reads `lines` cache lines from its start
-    /// first (at most [`MAX_LINES`] are announced).
-    pub fn base(node: NonNull<NodeHeader>, lines: usize) -> Link {
+    /// A link to base page `node`, whose search reads its first `bytes` bytes first (the
+    /// lines they touch are announced, at most 63: pages are 8-aligned, so the count starts
+    /// at the line that holds the page's start).
+    pub fn base(node: NonNull<NodeHeader>, bytes: usize) -> Link {
         let address = node.as_ptr() as usize;
         #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
         if address & !ADDRESS_MASK == 0 {
-            return Link(address | 1 | lines.min(MAX_LINES) << LINES_SHIFT);
+            let lines = (address % 64 + bytes).div_ceil(64).min(MAX_LINES);
+            return Link(address | 1 | lines << LINES_SHIFT);
         }
-        let _ = lines;
+        let _ = bytes;
         Link(address | 1)
     }
 
@@ -104,14 +107,12 @@ impl Link {
     }
 
     /// Whether the link leads to a delta (not a base page, not null).
-    #[cfg_attr(feature = "loom", allow(dead_code))]
     #[inline]
     pub fn is_delta(self) -> bool {
         self.0 != 0 && self.0 & 1 == 0
     }
 
     /// Whether the link leads to a base page.
-    #[cfg_attr(feature = "loom", allow(dead_code))]
     #[inline]
     pub fn is_base(self) -> bool {
         self.0 & 1 == 1
@@ -121,12 +122,11 @@ impl Link {
     /// header and mid-keys), all at once. `self` need not be current: a prefetch never
     /// faults and reads nothing for the program, so a link to a page freed since (a stale
     /// hint) only wastes the requests. Does nothing for other links, and off x86_64.
-    #[cfg_attr(feature = "loom", allow(dead_code))]
     #[inline]
     pub fn prefetch(self) {
         #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
         if self.is_base() {
-            let address = self.0 & ADDRESS_MASK & !1;
+            let address = self.0 & ADDRESS_MASK & !63;
             for line in 0..self.0 >> LINES_SHIFT {
                 crate::node::prefetch_line(address + 64 * line);
             }

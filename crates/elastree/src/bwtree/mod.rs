@@ -267,12 +267,14 @@ impl BwTree {
     }
 
     /// The link to base page `node`, just built by this thread and not yet shared, with the
-    /// cache lines a search reads first: the header's and the mid-keys'.
+    /// bytes a search reads first: the header and the mid-keys after it.
     fn link_to(&self, node: NonNull<NodeHeader>) -> Link {
         // SAFETY: the caller built the page and has not shared it, so it is live.
         let count = unsafe { node.as_ref() }.count();
-        let mids = count * self.config.mid_width().bytes();
-        Link::base(node, 1 + mids.div_ceil(64))
+        Link::base(
+            node,
+            crate::node::page::MIDS_AT + count * self.config.mid_width().bytes(),
+        )
     }
 
     /// Installs delta `new` on page `id`, whose chain `top` the caller read under its pin:

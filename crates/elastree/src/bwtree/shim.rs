@@ -4,7 +4,8 @@
 //! slots are [`crate::sync::atomic`]'s atomics: std's, or loom's under the `loom` feature,
 //! so that loom sees every read and compare-and-swap of a mapping-table entry and explores
 //! their interleavings. This module holds the tree's only `cfg(feature = "loom")` switches
-//! (but for the mapping table's unit tests, which run outside any model).
+//! (but for the mapping table's unit tests, which run outside any model); the mapping
+//! table's prefetch hints are off under loom through [`PREFETCH_HINTS`].
 //!
 //! # Without `loom` (every real build)
 //!
@@ -71,12 +72,25 @@ impl Garbage {
     }
 }
 
+/// Whether the mapping table keeps and reads its prefetch hints: not under loom, where they
+/// would change no outcome and only widen the models.
+pub(super) const PREFETCH_HINTS: bool = cfg!(not(feature = "loom"));
+
+/// The layout of `len` slots: 16-aligned, so that an id's link and hint (two slots from an
+/// even index) share a cache line.
+#[cfg(not(feature = "loom"))]
+fn slots_layout(len: usize) -> std::alloc::Layout {
+    std::alloc::Layout::array::<AtomicUsize>(len)
+        .and_then(|layout| layout.align_to(16))
+        .expect("segment layout")
+}
+
 /// Allocates `len` slots, each a null link.
 #[inline]
 pub(super) fn new_slots(len: usize) -> *mut AtomicUsize {
     #[cfg(not(feature = "loom"))]
     {
-        let layout = std::alloc::Layout::array::<AtomicUsize>(len).expect("segment layout");
+        let layout = slots_layout(len);
         // SAFETY: the layout is non-zero-sized (`len > 0`); zeroed atomics are valid (null
         // links).
         let slots = unsafe { std::alloc::alloc_zeroed(layout) } as *mut AtomicUsize;
@@ -101,7 +115,7 @@ pub(super) fn new_slots(len: usize) -> *mut AtomicUsize {
 pub(super) unsafe fn free_slots(slots: *mut AtomicUsize, len: usize) {
     #[cfg(not(feature = "loom"))]
     {
-        let layout = std::alloc::Layout::array::<AtomicUsize>(len).expect("segment layout");
+        let layout = slots_layout(len);
         // SAFETY: the caller's contract: allocated by `new_slots` with this layout.
         unsafe { std::alloc::dealloc(slots as *mut u8, layout) };
     }

@@ -12,7 +12,7 @@
 //! # Layout
 //!
 //! Ids are split over segments whose sizes double: segment `s` holds
-//! `FIRST_SEGMENT << s` slots, so id `i` lives in segment
+//! `FIRST_SEGMENT << s` ids (two words each: the link and the hint), so id `i` lives in segment
 //! `msb(i + FIRST_SEGMENT) - log2(FIRST_SEGMENT)`, at the offset of `i + FIRST_SEGMENT`
 //! below that bit. The
 //! directory holds one pointer per segment ([`SEGMENTS`] of them: more ids than memory can
@@ -36,7 +36,7 @@ use super::shim::{self, Garbage, Guard};
 use crate::mem::ByteCounter;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// Ids of the first two segments: a small tree's table is one 16 KiB segment.
+/// Ids of the first segment: a small tree's table is one 16 KiB segment.
 const FIRST_SEGMENT: u64 = 1024;
 /// `log2(FIRST_SEGMENT)`.
 const FIRST_BITS: u32 = FIRST_SEGMENT.trailing_zeros();
@@ -95,7 +95,7 @@ impl MappingTable {
 
     /// The words of `id` (its link and its hint), if its segment exists.
     #[inline]
-    fn slot(&self, id: PageId) -> Option<&[AtomicUsize; WORDS_PER_ID]> {
+    fn words(&self, id: PageId) -> Option<&[AtomicUsize; WORDS_PER_ID]> {
         let (segment, offset) = locate(id);
         let base = self.directory.get(segment)?.load(Ordering::Acquire);
         if base.is_null() {
@@ -111,13 +111,14 @@ impl MappingTable {
     /// chain, the base page's hint (see the module docs) starts loading.
     #[inline]
     pub fn get(&self, id: PageId) -> Link {
-        self.slot(id).map_or(Link::NULL, |words| {
+        self.words(id).map_or(Link::NULL, |words| {
             let link = Link(words[0].load(Ordering::Acquire));
-            #[cfg(not(feature = "loom"))]
-            if link.is_delta() {
-                Link(words[1].load(Ordering::Relaxed)).prefetch();
-            } else {
-                link.prefetch();
+            if shim::PREFETCH_HINTS {
+                if link.is_delta() {
+                    Link(words[1].load(Ordering::Relaxed)).prefetch();
+                } else {
+                    link.prefetch();
+                }
             }
             link
         })
@@ -126,7 +127,7 @@ impl MappingTable {
     /// Replaces page `id`'s state `expected` with `new`; `false` if it was not `expected`.
     #[inline]
     pub fn cas(&self, id: PageId, expected: Link, new: Link) -> bool {
-        self.slot(id).is_some_and(|words| {
+        self.words(id).is_some_and(|words| {
             let swapped = words[0]
                 .compare_exchange(expected.0, new.0, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok();
@@ -139,23 +140,20 @@ impl MappingTable {
 
     /// Sets the state of `id`, an id this thread holds and has not published.
     pub fn set(&self, id: PageId, link: Link) {
-        if let Some(words) = self.slot(id) {
+        if let Some(words) = self.words(id) {
             words[0].store(link.0, Ordering::Release);
             Self::note_base(words, link);
         }
     }
 
-    /// Keeps base page `link` (if it is one) as its id's hint. Under loom the
-    /// hint is neither kept nor read: it changes no outcome, and its accesses would only
-    /// widen the models.
+    /// Keeps base page `link` (if it is one) as its id's hint. Two threads that install base
+    /// pages one after the other may store their hints in the other order, leaving the older
+    /// page as the hint until the next install: a wasted prefetch, nothing more.
     #[inline]
     fn note_base(words: &[AtomicUsize; WORDS_PER_ID], link: Link) {
-        #[cfg(not(feature = "loom"))]
-        if link.is_base() {
+        if shim::PREFETCH_HINTS && link.is_base() {
             words[1].store(link.0, Ordering::Relaxed);
         }
-        #[cfg(feature = "loom")]
-        let _ = (words, link);
     }
 
     /// Hands out an id, recycled or fresh, whose slot exists and is null.
@@ -291,7 +289,7 @@ mod tests {
             .map(|s| segment_layout(s).size())
             .sum();
         assert_eq!(table.bytes(), expected);
-        // Only the two segments holding the ids handed out (2^23 and 2^24 slots).
+        // Only the two segments holding the ids handed out (2^23 and 2^24 ids).
         assert_eq!(table.segments(), 2);
     }
 

@@ -61,6 +61,10 @@ pub use image::{fence, fence_cmp, fence_into, PageImage, PageView};
 use layout::{FenceSpots, Form, Page, NO_FENCE};
 pub use patch::{Edit, Patched};
 
+/// Where a page's mid-key vector starts: the bytes of its header, which every search reads
+/// first (see `layout.rs`).
+pub const MIDS_AT: usize = layout::VECTORS_AT;
+
 /// The largest bin a page may have: offsets and lengths are 16 bits.
 pub const MAX_BIN_BYTES: usize = u16::MAX as usize;
 
