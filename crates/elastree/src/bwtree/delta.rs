@@ -53,25 +53,18 @@ use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
 
 /// A mapping-table entry or a delta's `next`: null, a delta (low bit clear) or a base page
-/// (an optimized page's header, low bit set). Both are 8-aligned. On x86_64 a base page's
-/// link also carries, in its top byte (user addresses stay below 2^56 there, even with
-/// five-level paging), how many cache lines from the page's start a search reads first
-/// (the header and the mid-keys), so that a reader can start loading them all with the
-/// header: see [`Link::prefetch`].
+/// (an optimized page's header, low bit set). Both are 8-aligned, and a base page's link
+/// keeps in bits 1 and 2 a size class of the cache lines a search reads first from the
+/// page's start (the header and the mid-keys: 4, 8, 16 or 32 lines), so that a reader can
+/// start loading them all with the header: see [`Link::prefetch`]. The class lives in the
+/// alignment bits, not in the address's unused top byte, so that a link stays a pointer into
+/// its page for leak checkers (valgrind, LeakSanitizer) following garbage the epoch still
+/// holds at exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Link(pub usize);
 
-/// Where a base page's link keeps its line count.
-#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
-const LINES_SHIFT: u32 = 56;
-/// The bits of a link that hold the address (and the tag bit).
-#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
-const ADDRESS_MASK: usize = (1 << LINES_SHIFT) - 1;
-#[cfg(not(all(target_arch = "x86_64", target_pointer_width = "64")))]
-const ADDRESS_MASK: usize = usize::MAX;
-/// The most lines a link announces (6 bits).
-#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
-const MAX_LINES: usize = 63;
+/// The bits of a link below the address: the base tag and the line class.
+const TAG_BITS: usize = 7;
 
 /// What a link points at, borrowed for the epoch guard's lifetime.
 pub(super) enum Target<'g> {
@@ -87,18 +80,15 @@ impl Link {
     /// No page.
     pub const NULL: Link = Link(0);
 
-    /// A link to base page `node`, whose search reads its first `bytes` bytes first (the
-    /// lines they touch are announced, at most 63: pages are 8-aligned, so the count starts
-    /// at the line that holds the page's start).
+    /// A link to base page `node`, whose search reads its first `bytes` bytes first: the
+    /// lines they touch (counted from the line that holds the page's start: pages are
+    /// 8-aligned) rounded up to the next class, at most 32.
     pub fn base(node: NonNull<NodeHeader>, bytes: usize) -> Link {
         let address = node.as_ptr() as usize;
-        #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
-        if address & !ADDRESS_MASK == 0 {
-            let lines = (address % 64 + bytes).div_ceil(64).min(MAX_LINES);
-            return Link(address | 1 | lines << LINES_SHIFT);
-        }
-        let _ = bytes;
-        Link(address | 1)
+        debug_assert_eq!(address & TAG_BITS, 0, "pages are 8-aligned");
+        let lines = (address % 64 + bytes).div_ceil(64);
+        let class = (0..3).find(|&c| 4 << c >= lines).unwrap_or(3);
+        Link(address | 1 | class << 1)
     }
 
     /// A link to a delta.
@@ -124,11 +114,10 @@ impl Link {
     /// hint) only wastes the requests. Does nothing for other links, and off x86_64.
     #[inline]
     pub fn prefetch(self) {
-        #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
         if self.is_base() {
-            let address = self.0 & ADDRESS_MASK & !63;
-            for line in 0..self.0 >> LINES_SHIFT {
-                crate::node::prefetch_line(address + 64 * line);
+            let first = self.0 & !63;
+            for line in 0..4usize << ((self.0 >> 1) & 3) {
+                crate::node::prefetch_line(first + 64 * line);
             }
         }
     }
@@ -146,7 +135,7 @@ impl Link {
             Target::Null
         } else if self.0 & 1 == 1 {
             // SAFETY: see the function's contract.
-            Target::Base(unsafe { &*((self.0 & ADDRESS_MASK & !1) as *const NodeHeader) })
+            Target::Base(unsafe { &*((self.0 & !TAG_BITS) as *const NodeHeader) })
         } else {
             // SAFETY: see the function's contract.
             Target::Delta(unsafe { &*(self.0 as *const Delta) })
