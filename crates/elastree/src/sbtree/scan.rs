@@ -224,6 +224,8 @@ impl<K: SbKey> SbTree<K> {
                     i += 1;
                 }
             }
+            #[cfg(test)]
+            hook::before_body([u64::MAX; 2]);
             // The late run: small, read whole under its version.
             let late: Vec<(K, u64)> = run.read_late(|r| {
                 (0..r.late_len())
@@ -235,6 +237,11 @@ impl<K: SbKey> SbTree<K> {
             out.extend(late);
         }
         out.sort_unstable_by_key(|&e| at(e));
+        // One position twice: the append runs are read without a version, so a pair read
+        // there, then removed and inserted again (into a late run, read after) while the
+        // scan ran, is met in both. Either copy was in the index during the scan; hand out
+        // one.
+        out.dedup_by_key(|&mut e| at(e));
         if descending {
             out.reverse();
         }
@@ -498,7 +505,9 @@ impl<'v, K: Copy, V: FnMut(K, u64)> Out<'v, K, V> {
 }
 
 /// Test builds: a hook the data-layer walks run between finding a block (its version read)
-/// and loading its body, the window in which a writer may rewrite or split the block.
+/// and loading its body, the window in which a writer may rewrite or split the block; and
+/// that a segment's collection runs (with the probe `[u64::MAX; 2]`) between reading a run's
+/// append entries and its late ones.
 #[cfg(test)]
 pub(super) mod hook {
     use std::cell::RefCell;
@@ -591,6 +600,43 @@ mod tests {
         );
         let missed: Vec<u64> = (0..400).step_by(10).filter(|k| !seen.contains(k)).collect();
         assert!(missed.is_empty(), "missed {missed:?}; saw {seen:?}");
+    }
+
+    /// A pair read in a segment's append run, then removed and inserted again (into the
+    /// run's late entries) before the scan reads those, is handed out once.
+    #[test]
+    fn a_pair_removed_and_inserted_again_under_a_segment_scan_is_visited_once() {
+        for descending in [false, true] {
+            let geo = Geometry::new::<u64>(&SbTreeOptions::default(), false, Some(4), Some(4));
+            let tree = Arc::new(SbTree::<u64>::new(geo));
+            for k in (0..100).step_by(10) {
+                assert_eq!(tree.insert(k, k), None);
+            }
+            let fired = Rc::new(Cell::new(false));
+            {
+                let (tree, fired) = (Arc::clone(&tree), Rc::clone(&fired));
+                hook::set(move |probe| {
+                    if !fired.get() && probe == [u64::MAX; 2] {
+                        fired.set(true);
+                        assert_eq!(tree.remove(50, None), Some(50));
+                        assert_eq!(tree.insert(50, 50), None);
+                    }
+                });
+            }
+            let mut seen = Vec::new();
+            let lower = Bound::Included(Pos { key: 0, tid: 0 });
+            let upper = Bound::Excluded(Pos { key: 100, tid: 0 });
+            tree.scan(lower, upper, descending, usize::MAX, &mut |k, _| {
+                seen.push(k)
+            });
+            hook::clear();
+            assert!(fired.get(), "the reinsertion happened inside the scan");
+            if descending {
+                seen.reverse();
+            }
+            let all: Vec<u64> = (0..100).step_by(10).collect();
+            assert_eq!(seen, all, "descending: {descending}");
+        }
     }
 
     /// A descending walk that located the block 320..350 for the probe 360 and then read the
