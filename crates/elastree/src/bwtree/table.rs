@@ -107,8 +107,9 @@ impl MappingTable {
         Some(unsafe { &*(base.add(WORDS_PER_ID * offset) as *const [AtomicUsize; WORDS_PER_ID]) })
     }
 
-    /// The current state of page `id` (null for an id with no page). When a delta tops the
-    /// chain, the base page's hint (see the module docs) starts loading.
+    /// The current state of page `id` (null for an id with no page). The lines a search of
+    /// its base page reads first start loading: the page's own when it is the whole chain,
+    /// the hint's (see the module docs) when a delta tops it.
     #[inline]
     pub fn get(&self, id: PageId) -> Link {
         self.words(id).map_or(Link::NULL, |words| {

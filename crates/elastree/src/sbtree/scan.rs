@@ -566,34 +566,52 @@ mod tests {
         tree
     }
 
-    /// Scans `[0, 400)` with a writer's split of the block holding 320..350 falling between
-    /// the walk's look at that block and its read of the body (the hook inserts 335 there
-    /// once, at the walk's probe `at`): every key loaded before must be visited, in order.
-    fn scan_across_a_split(descending: bool, at: u64) {
-        let tree = tiny_tree();
+    /// Scans `[0, end)` of `tree`, running `write` once from the hook when it meets
+    /// `probe`; returns the keys visited, in ascending order.
+    fn scan_with_write_at(
+        tree: &Arc<SbTree<u64>>,
+        probe: [u64; 2],
+        descending: bool,
+        end: u64,
+        write: impl FnOnce(&SbTree<u64>) + 'static,
+    ) -> Vec<u64> {
         let fired = Rc::new(Cell::new(false));
         {
-            let (tree, fired) = (Arc::clone(&tree), Rc::clone(&fired));
-            hook::set(move |probe| {
-                if !fired.get() && probe == [0, at] {
-                    fired.set(true);
-                    // Below the frontier: a delayed insert into the full block 320..350,
-                    // which has no late slot, so the block is rewritten and split.
-                    assert_eq!(tree.insert(335, 335), None);
+            let (tree, fired) = (Arc::clone(tree), Rc::clone(&fired));
+            let mut write = Some(write);
+            hook::set(move |at| {
+                if at == probe {
+                    if let Some(write) = write.take() {
+                        fired.set(true);
+                        write(&tree);
+                    }
                 }
             });
         }
         let mut seen = Vec::new();
         let lower = Bound::Included(Pos { key: 0, tid: 0 });
-        let upper = Bound::Excluded(Pos { key: 400, tid: 0 });
+        let upper = Bound::Excluded(Pos { key: end, tid: 0 });
         tree.scan(lower, upper, descending, usize::MAX, &mut |k, _| {
             seen.push(k)
         });
         hook::clear();
-        assert!(fired.get(), "the split happened inside the walk");
+        assert!(fired.get(), "the write happened inside the scan");
         if descending {
             seen.reverse();
         }
+        seen
+    }
+
+    /// Scans `[0, 400)` with a writer's split of the block holding 320..350 falling between
+    /// the walk's look at that block and its read of the body (the hook inserts 335 there
+    /// once, at the walk's probe `at`): every key loaded before must be visited, in order.
+    fn scan_across_a_split(descending: bool, at: u64) {
+        let tree = tiny_tree();
+        // Below the frontier: a delayed insert into the full block 320..350, which has no
+        // late slot, so the block is rewritten and split.
+        let seen = scan_with_write_at(&tree, [0, at], descending, 400, |tree| {
+            assert_eq!(tree.insert(335, 335), None);
+        });
         assert!(
             seen.windows(2).all(|p| p[0] < p[1]),
             "in order, no repeats: {seen:?}"
@@ -612,28 +630,10 @@ mod tests {
             for k in (0..100).step_by(10) {
                 assert_eq!(tree.insert(k, k), None);
             }
-            let fired = Rc::new(Cell::new(false));
-            {
-                let (tree, fired) = (Arc::clone(&tree), Rc::clone(&fired));
-                hook::set(move |probe| {
-                    if !fired.get() && probe == [u64::MAX; 2] {
-                        fired.set(true);
-                        assert_eq!(tree.remove(50, None), Some(50));
-                        assert_eq!(tree.insert(50, 50), None);
-                    }
-                });
-            }
-            let mut seen = Vec::new();
-            let lower = Bound::Included(Pos { key: 0, tid: 0 });
-            let upper = Bound::Excluded(Pos { key: 100, tid: 0 });
-            tree.scan(lower, upper, descending, usize::MAX, &mut |k, _| {
-                seen.push(k)
+            let seen = scan_with_write_at(&tree, [u64::MAX; 2], descending, 100, |tree| {
+                assert_eq!(tree.remove(50, None), Some(50));
+                assert_eq!(tree.insert(50, 50), None);
             });
-            hook::clear();
-            assert!(fired.get(), "the reinsertion happened inside the scan");
-            if descending {
-                seen.reverse();
-            }
             let all: Vec<u64> = (0..100).step_by(10).collect();
             assert_eq!(seen, all, "descending: {descending}");
         }

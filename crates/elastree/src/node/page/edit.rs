@@ -82,6 +82,9 @@ pub(super) fn insert_at(
                 key.tid().unwrap_or(0),
                 value,
             );
+            if !suffix.is_empty() && page.suffix_free {
+                page.clear_suffix_free();
+            }
             let mut meta = meta;
             meta.top += suffix.len();
             meta.live += suffix.len();

@@ -307,6 +307,12 @@ impl<'n> Page<'n> {
         }
     }
 
+    /// Clears the shape's `SUFFIX_FREE` flag: an in-place insert of an entry with a suffix
+    /// (builds set the flag from scratch instead). Write lock held.
+    pub fn clear_suffix_free(&self) {
+        shape_word(self.node).fetch_and(!SUFFIX_FREE, Ordering::Relaxed);
+    }
+
     /// The page's size in bytes as its shape word gives it (fixed at allocation).
     #[inline]
     pub fn bytes_of(node: &NodeHeader) -> usize {
@@ -413,8 +419,7 @@ impl<'n> Page<'n> {
         self.form.with_tid
     }
 
-    /// Writes entry `i`'s vector slots (an entry with a suffix clears the shape's
-    /// `SUFFIX_FREE` flag). Write lock held.
+    /// Writes entry `i`'s vector slots. Write lock held.
     #[inline]
     pub fn set_entry(&self, i: usize, mid: u64, loc: (usize, usize), tid: u64, value: u64) {
         match self.mids {
@@ -422,9 +427,6 @@ impl<'n> Page<'n> {
             Mids::Eight(m) => m[i].store(mid, Ordering::Relaxed),
         }
         self.locs[i].store(((loc.0 as u32) << 16) | loc.1 as u32, Ordering::Relaxed);
-        if loc.1 != 0 && self.suffix_free {
-            shape_word(self.node).fetch_and(!SUFFIX_FREE, Ordering::Relaxed);
-        }
         if let Some(slot) = self.tids.get(i) {
             slot.store(tid, Ordering::Relaxed);
         }
