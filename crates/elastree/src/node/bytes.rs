@@ -138,6 +138,14 @@ impl<'n> WordBytes<'n> {
         Self { words }
     }
 
+    /// Starts loading the last `bytes` bytes held (clamped to all of them; the pad word
+    /// excluded), where a page's bin hands out its bytes from (see [`super::prefetch`]).
+    #[inline(always)]
+    pub(crate) fn prefetch_end(&self, bytes: usize) {
+        let end = self.words.len() - 1;
+        super::prefetch(&self.words[end.saturating_sub(bytes.div_ceil(8))..end]);
+    }
+
     /// Word `w` (clamped to the last).
     #[inline]
     pub(crate) fn word(&self, w: usize) -> u64 {
