@@ -89,8 +89,9 @@ impl PageBatch {
         let meta = page.meta();
         // Room for the prefix and the longest rest a key of this page can have (its mid-key
         // bytes, then its suffix as whole words, the suffix at most the bin: a torn location
-        // is clamped to it), made once per leaf so that assembling a key reserves nothing.
-        let rest_room = 8 + page.bin_len.next_multiple_of(8);
+        // is clamped to it), and a word more (a short prefix's key is written from byte 0 as
+        // two whole words), made once per leaf so that assembling a key reserves nothing.
+        let rest_room = 16 + page.bin_len.next_multiple_of(8);
         for key in &mut self.keys {
             key.bytes.clear();
             page.prefix_into(meta, &mut key.bytes);
@@ -98,22 +99,49 @@ impl PageBatch {
         }
         let run = (&page, from, to, &valid);
         let visit = &mut visit;
-        match (page.mids, descending) {
-            (Mids::Four(m), false) => self.visit_run(run, &m[from..to], 0..to - from, visit),
-            (Mids::Four(m), true) => self.visit_run(run, &m[from..to], (0..to - from).rev(), visit),
-            (Mids::Eight(m), false) => self.visit_run(run, &m[from..to], 0..to - from, visit),
-            (Mids::Eight(m), true) => {
-                self.visit_run(run, &m[from..to], (0..to - from).rev(), visit)
+        // A suffix-free page's keys are each the prefix and a mid-key: its suffix
+        // locations are never read.
+        match (page.mids, page.suffix_free) {
+            (Mids::Four(m), true) => {
+                self.visit_mids::<_, false>(run, &m[from..to], descending, visit)
             }
+            (Mids::Four(m), false) => {
+                self.visit_mids::<_, true>(run, &m[from..to], descending, visit)
+            }
+            (Mids::Eight(m), true) => {
+                self.visit_mids::<_, false>(run, &m[from..to], descending, visit)
+            }
+            (Mids::Eight(m), false) => {
+                self.visit_mids::<_, true>(run, &m[from..to], descending, visit)
+            }
+        }
+    }
+
+    /// [`Self::visit_run`] over all of `mids`, in the order `descending` says.
+    #[inline(always)]
+    fn visit_mids<M: MidSlot, const SUFFIXES: bool>(
+        &mut self,
+        run: (&Page<'_>, usize, usize, &impl Fn() -> bool),
+        mids: &[M],
+        descending: bool,
+        visit: &mut impl FnMut(&VarKey, u64),
+    ) -> Result<usize, usize> {
+        let n = mids.len();
+        if descending {
+            self.visit_run::<M, SUFFIXES>(run, mids, (0..n).rev(), visit)
+        } else {
+            self.visit_run::<M, SUFFIXES>(run, mids, 0..n, visit)
         }
     }
 
     /// Hands out entries `from + j` for each `j` of `order` (below `to - from`), whose
     /// mid-keys are `mids` (entries `from..to`, of one width), each after a validation (`valid`).
     /// Both key buffers hold the page prefix and have room for any rest of the page's keys
-    /// (as `visit_with` leaves them).
+    /// (as `visit_with` leaves them). `SUFFIXES`: whether the entries may have suffixes (else
+    /// their suffix locations are not read: the page is suffix-free, and a torn flag only
+    /// assembles a wrong key that the validation rejects).
     #[inline(always)]
-    fn visit_run<M: MidSlot>(
+    fn visit_run<M: MidSlot, const SUFFIXES: bool>(
         &mut self,
         (page, from, to, valid): (&Page<'_>, usize, usize, &impl Fn() -> bool),
         mids: &[M],
@@ -125,6 +153,15 @@ impl PageBatch {
         let tids = page.tids.get(from..to).unwrap_or(&[]);
         let with_tid = !tids.is_empty();
         let base = self.keys[0].bytes.len();
+        // The prefix's first bytes as a big-endian word, zero after them (see
+        // `Page::rest_from_reserved`).
+        let head = {
+            let prefix = &self.keys[0].bytes;
+            let mut word = [0u8; 8];
+            let n = prefix.len().min(8);
+            word[..n].copy_from_slice(&prefix[..n]);
+            u64::from_be_bytes(word)
+        };
         // The keys handed out take turns in the two buffers: the `k`-th (from 0) is
         // assembled in `self.keys[k % 2]`.
         let mut handed = 0;
@@ -132,10 +169,14 @@ impl PageBatch {
         for j in order {
             let key = &mut self.keys[handed & 1];
             let mid = mids[j].value();
-            let loc = locs[j].load(Ordering::Relaxed);
+            let loc = if SUFFIXES {
+                locs[j].load(Ordering::Relaxed)
+            } else {
+                0
+            };
             // SAFETY: `visit_with` reserved room for the prefix (`base` bytes) and the
             // longest rest of this page's keys in both buffers, and nothing since shrank them.
-            unsafe { page.rest_from_reserved(M::WIDTH, mid, loc, base, &mut key.bytes) };
+            unsafe { page.rest_from_reserved(M::WIDTH, (mid, loc), (base, head), &mut key.bytes) };
             key.tid = if with_tid {
                 Some(tids.get(j).map_or(0, |t| t.load(Ordering::Relaxed)))
             } else {

@@ -321,17 +321,23 @@ impl Page<'_> {
     /// then the length set to the bytes wanted. `width` is the mid-keys' (a constant where
     /// the caller knows it).
     ///
+    /// `head` is the prefix's first `base` bytes as a big-endian word (zero after them).
+    /// When the prefix is shorter than a word, the key's first word is written as one store
+    /// (the prefix's bytes and the mid-key's first ones, joined in a register), so that a
+    /// caller that reads the key's first 8 bytes at once (an 8-byte key read as an integer)
+    /// has the load forwarded from that store: a load that spans the prefix's older bytes and
+    /// a separate store of the mid-key waits for the store to reach the cache instead.
+    ///
     /// # Safety
     ///
-    /// `out` has room for `base + 8 + round8(self.bin_len)` bytes (its capacity), and
-    /// `base <= out.len()`.
+    /// `out` has room for `max(base, 8) + 8 + round8(self.bin_len)` bytes (its capacity),
+    /// and `base <= out.len()`.
     #[inline(always)]
     pub unsafe fn rest_from_reserved(
         &self,
         width: MidWidth,
-        mid: u64,
-        loc: u32,
-        base: usize,
+        (mid, loc): (u64, u32),
+        (base, head): (usize, u64),
         out: &mut Vec<u8>,
     ) {
         let (offset, len) = ((loc >> 16) as usize, (loc & 0xffff) as usize);
@@ -339,14 +345,27 @@ impl Page<'_> {
         let len = len.min(self.bin_len);
         let held = width.held(mid);
         debug_assert!(
-            base <= out.len() && out.capacity() >= base + 8 + self.bin_len.next_multiple_of(8)
+            base <= out.len()
+                && out.capacity() >= base.max(8) + 8 + self.bin_len.next_multiple_of(8)
         );
         let dst = out.as_mut_ptr();
-        // SAFETY: the caller's room: the 8 mid-key bytes from `base`, then the suffix as
-        // whole words from `base + held` (`held <= 8`, `len <= bin_len`); the bytes up to
-        // `base + held + len` are written before the length is set to it.
+        let mid_bytes = width.mid_bytes(mid);
+        // SAFETY: the caller's room: the 8 mid-key bytes from `base` (or the key's first two
+        // words, when `base < 8`), then the suffix as whole words from `base + held`
+        // (`held <= 8`, `len <= bin_len`); the bytes up to `base + held + len` are written
+        // before the length is set to it.
         unsafe {
-            std::ptr::copy_nonoverlapping(width.mid_bytes(mid).as_ptr(), dst.add(base), 8);
+            if (1..8).contains(&base) {
+                let word = u64::from_be_bytes(mid_bytes);
+                let first = head | word >> (8 * base);
+                let second = word << (64 - 8 * base);
+                dst.cast::<[u8; 8]>().write_unaligned(first.to_be_bytes());
+                dst.add(8)
+                    .cast::<[u8; 8]>()
+                    .write_unaligned(second.to_be_bytes());
+            } else {
+                std::ptr::copy_nonoverlapping(mid_bytes.as_ptr(), dst.add(base), 8);
+            }
             if len > 0 {
                 self.bin.copy_words(offset, len, dst.add(base + held));
             }
