@@ -923,3 +923,61 @@ fn pages_whose_keys_fit_their_mid_keys_skip_the_suffixes() {
     }
     free(&config, &[node, without, with]);
 }
+
+/// Scans hand out every key whole whatever the length of the page's prefix (under a prefix
+/// shorter than a word, a key's first word is written in one store that joins the prefix and
+/// the mid-key), on pages with suffixes and suffix-free ones (whose suffix locations the
+/// scan does not read), under both mid-key widths and in both directions.
+#[test]
+fn scans_assemble_keys_under_prefixes_of_every_length() {
+    for mid in [MidWidth::Four, MidWidth::Eight] {
+        let config = PageConfig::new((64, 64), (4096, 4096), 40, (false, true, mid));
+        let w = mid.bytes();
+        for prefix_len in 0..=10 {
+            // Bytes after the prefix: fitting the mid-key, or not.
+            for rest_len in [1, w - 1, w + 5] {
+                let keys: Vec<Vec<u8>> = (0..20u8)
+                    .map(|i| {
+                        let mut key = vec![0x5a; prefix_len];
+                        key.push(i * 11 + 1);
+                        key.extend((1..rest_len).map(|j| j as u8 ^ i));
+                        key
+                    })
+                    .collect();
+                let mut image = PageImage::default();
+                for (value, key) in keys.iter().enumerate() {
+                    image.push(key, 0, value as u64);
+                }
+                let node = image.build(&config, 0, 0..keys.len(), (None, None)).0;
+                // SAFETY: built by this test, not shared.
+                let page = unsafe { node.as_ref() };
+                PageRepr::check_node(page, &config).unwrap();
+                assert_eq!(suffix_free(page, &config), rest_len < w);
+                assert_eq!(Page::of(page, config.form).meta().prefix_len, prefix_len);
+                for descending in [false, true] {
+                    let mut batch = PageBatch::default();
+                    let mut got = Vec::new();
+                    let handed = batch.visit_published(
+                        page,
+                        &config,
+                        (2, keys.len()),
+                        descending,
+                        |key, value| got.push((key.bytes.clone(), value)),
+                    );
+                    let mut want: Vec<(Vec<u8>, u64)> = (2..keys.len())
+                        .map(|i| (keys[i].clone(), i as u64))
+                        .collect();
+                    if descending {
+                        want.reverse();
+                    }
+                    assert_eq!(handed, want.len());
+                    assert_eq!(
+                        got, want,
+                        "{mid:?} mid-keys, prefix {prefix_len}, rest {rest_len}"
+                    );
+                }
+                free(&config, &[node]);
+            }
+        }
+    }
+}
