@@ -1,7 +1,9 @@
 //! How a scan hands out a page's entries: each key is assembled straight from the page into
 //! a reusable buffer (the page prefix written once per leaf, then per entry its mid-key bytes
-//! and its suffix), the leaf's version is validated, and only then is the key handed out.
-//! Nothing is copied twice and nothing is allocated per key.
+//! and its suffix; under a prefix shorter than a word, the key's first word is rewritten
+//! whole, so that a caller's 8-byte load of it is forwarded from one store), the leaf's
+//! version is validated, and only then is the key handed out. Nothing is copied twice and
+//! nothing is allocated per key.
 //!
 //! Two buffers take turns: the one holding the key handed out last is never written while
 //! the next key is assembled in the other, so when a validation fails, the key a scan
@@ -153,15 +155,10 @@ impl PageBatch {
         let tids = page.tids.get(from..to).unwrap_or(&[]);
         let with_tid = !tids.is_empty();
         let base = self.keys[0].bytes.len();
-        // The prefix's first bytes as a big-endian word, zero after them (see
-        // `Page::rest_from_reserved`).
-        let head = {
-            let prefix = &self.keys[0].bytes;
-            let mut word = [0u8; 8];
-            let n = prefix.len().min(8);
-            word[..n].copy_from_slice(&prefix[..n]);
-            u64::from_be_bytes(word)
-        };
+        // The prefix's first bytes as a big-endian word, zero after them: the header's copy
+        // (see `Page::rest_from_reserved`; a torn copy only assembles a key the validation
+        // rejects).
+        let head = page.inline_word(0);
         // The keys handed out take turns in the two buffers: the `k`-th (from 0) is
         // assembled in `self.keys[k % 2]`.
         let mut handed = 0;
