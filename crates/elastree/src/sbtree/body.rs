@@ -38,6 +38,8 @@ use std::mem::size_of;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use smallvec::SmallVec;
+
 use super::alloc::BlockAlloc;
 use super::key::{entry_words, load_entry, store_entry, Pos, SbKey};
 use super::simd::Kernel;
@@ -203,6 +205,19 @@ impl<'a, K: SbKey> Body<'a, K> {
         // SAFETY: `build` laid the region out at this offset with room for `len` elements of
         // `T` (aligned to 16 bytes), inside the block; it lives for 'a.
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset).cast::<T>(), len) }
+    }
+
+    /// Where this body keeps its main keys and tids, for the search layer's hint.
+    pub fn locator(&self) -> Locator {
+        let meta = self.meta();
+        let bytes = |form: u8, full: usize| if form == 0 { 4 } else { full as u64 };
+        Locator(
+            u64::from(meta.offsets[1])
+                | bytes(meta.key_form, K::BYTES) << 16
+                | u64::from(meta.offsets[2]) << 24
+                | bytes(meta.tid_form, 8) << 40
+                | u64::from(meta.count).min(u64::from(u16::MAX)) << 48,
+        )
     }
 
     /// Main entries (live and dead).
@@ -516,37 +531,56 @@ impl<'a, K: SbKey> Body<'a, K> {
             .store(len as u32 - 1, Ordering::Relaxed);
     }
 
-    /// Visits the live entries at or above `from`, main and (if `with_late`) late merged in
-    /// position order, while `visit` returns `true`. A reader that hands entries out before
-    /// it validates the block must leave the late entries out: writers insert and move them
-    /// under the block's lock, so they may be read torn (the main entries never change).
+    /// Copies the late entries (in position order) to `out`. Writers insert and move them
+    /// under the block's lock, so a reader's copy may be torn: it is good once the block's
+    /// version validates after the copy.
+    pub fn copy_late(&self, out: &mut impl Extend<(K, u64)>) {
+        let w = entry_words::<K>();
+        let words = &self.late_words()[..self.late_len() * w];
+        out.extend(words.chunks_exact(w).map(load_entry::<K>));
+    }
+
+    /// Visits the live entries at or above `from`, the main ones merged with `late` (late
+    /// entries in position order, from [`Body::copy_late`]), while `visit` returns `true`;
+    /// it means to take at most `want` of them (what it prefetches). The main keys never
+    /// change; their tids and dead bits are read as they are now.
     pub fn for_each_from(
         &self,
         from: Pos<K>,
-        (pairs, with_late): (bool, bool),
-        kernel: Kernel,
+        (pairs, kernel): (bool, Kernel),
+        want: usize,
+        late: &[(K, u64)],
         mut visit: impl FnMut(K, u64) -> bool,
     ) {
-        let (count, late) = (self.count(), if with_late { self.late_len() } else { 0 });
+        let count = self.count();
+        let at = |&(k, t): &(K, u64)| Pos::of(k, t, pairs);
         let mut i = self.lower_bound(from, pairs, kernel);
-        let mut j = if late > 0 {
-            self.late_find(from, pairs).0.min(late)
-        } else {
-            0
-        };
-        if j == late && self.dead() == 0 {
-            // No late entry and nothing deleted ahead: the main arrays as they are.
-            self.main_run(i..count, false, visit);
+        let mut j = late.partition_point(|e| at(e) < from);
+        if self.dead() == 0 {
+            // Nothing deleted: the main entries in runs between the late ones (few: a body
+            // has at most its late slots), each run walked as the arrays are. A late entry
+            // copied torn (the caller validates after) ends a run anywhere; runs never go
+            // back.
+            let mut want = want;
+            for &(k, t) in &late[j..] {
+                let stop = self.lower_bound(Pos::of(k, t, pairs), pairs, kernel).max(i);
+                if !self.main_run(i..stop, false, want, &mut visit) || !visit(k, t) {
+                    return;
+                }
+                want = want.saturating_sub(stop - i + 1);
+                i = stop;
+            }
+            self.main_run(i..count, false, want, visit);
             return;
         }
         loop {
             let main = (i < count).then(|| self.pos(i, pairs));
-            let side = (j < late).then(|| self.late(j));
+            let side = late.get(j);
             let take_main = match (main, side) {
                 (None, None) => return,
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
-                (Some(m), Some((k, t))) => m < Pos::of(k, t, pairs),
+                (Some(m), Some(e)) => m < at(e),
             };
             let go_on = if take_main {
                 i += 1;
@@ -554,7 +588,7 @@ impl<'a, K: SbKey> Body<'a, K> {
                 dead || visit(main.expect("a main entry").key, self.tid(i - 1))
             } else {
                 j += 1;
-                let (k, t) = side.expect("a late entry");
+                let &(k, t) = side.expect("a late entry");
                 visit(k, t)
             };
             if !go_on {
@@ -564,29 +598,41 @@ impl<'a, K: SbKey> Body<'a, K> {
     }
 
     /// Visits the main entries of `range` (all live), upward or `down`ward, while `visit`
-    /// returns `true`: one loop per form, zipping the key and tid arrays.
+    /// returns `true`: one loop per form, zipping the key and tid arrays. Whether it went
+    /// through the whole range.
     #[inline]
     fn main_run(
         &self,
         range: std::ops::Range<usize>,
         down: bool,
+        want: usize,
         mut visit: impl FnMut(K, u64) -> bool,
-    ) {
+    ) -> bool {
         let count = self.count();
         let (key_base, tid_base) = (self.key_base(), self.meta().tid_base);
+        // The entries the walk will take, at most `want` of them from its start.
+        let ahead = if down {
+            range.end.saturating_sub(want).max(range.start)..range.end
+        } else {
+            range.start..range.end.min(range.start.saturating_add(want))
+        };
         macro_rules! walk {
             ($keys:expr, $tids:expr, $key:expr, $tid:expr) => {{
+                // Ask for every line of them at once: they arrive in parallel instead of
+                // one stream's miss after another.
+                crate::node::prefetch(&$keys[ahead.clone()]);
+                crate::node::prefetch(&$tids[ahead]);
                 let pairs = $keys[range.clone()].iter().zip(&$tids[range]);
                 if down {
                     for (k, t) in pairs.rev() {
                         if !visit($key(k), $tid(t)) {
-                            return;
+                            return false;
                         }
                     }
                 } else {
                     for (k, t) in pairs {
                         if !visit($key(k), $tid(t)) {
-                            return;
+                            return false;
                         }
                     }
                 }
@@ -622,39 +668,51 @@ impl<'a, K: SbKey> Body<'a, K> {
                 full_tid
             ),
         }
+        true
     }
 
-    /// Visits the live entries at or below `upto` in descending position order, main and
-    /// (if `with_late`) late merged as in [`Body::for_each_from`], while `visit` returns
-    /// `true`.
+    /// Visits the live entries at or below `upto` in descending position order, merged with
+    /// `late` as in [`Body::for_each_from`], while `visit` returns `true`.
     pub fn for_each_down_from(
         &self,
         upto: Pos<K>,
-        (pairs, with_late): (bool, bool),
-        kernel: Kernel,
+        (pairs, kernel): (bool, Kernel),
+        want: usize,
+        late: &[(K, u64)],
         mut visit: impl FnMut(K, u64) -> bool,
     ) {
+        let at = |&(k, t): &(K, u64)| Pos::of(k, t, pairs);
         let mut i = match self.find(upto, pairs, kernel) {
             Ok(i) => i + 1,
             Err(i) => i,
         };
-        let mut j = match with_late.then(|| self.late_find(upto, pairs)) {
-            Some((j, true)) => j + 1,
-            Some((j, false)) => j,
-            None => 0,
-        };
-        if j == 0 && self.dead() == 0 {
-            self.main_run(0..i, true, visit);
+        let mut j = late.partition_point(|e| at(e) <= upto);
+        if self.dead() == 0 {
+            // Runs between the late entries, as in [`Body::for_each_from`].
+            let mut want = want;
+            for &(k, t) in late[..j].iter().rev() {
+                let start = match self.find(Pos::of(k, t, pairs), pairs, kernel) {
+                    Ok(x) => x + 1,
+                    Err(x) => x,
+                }
+                .min(i);
+                if !self.main_run(start..i, true, want, &mut visit) || !visit(k, t) {
+                    return;
+                }
+                want = want.saturating_sub(i - start + 1);
+                i = start;
+            }
+            self.main_run(0..i, true, want, visit);
             return;
         }
         loop {
             let main = (i > 0).then(|| self.pos(i - 1, pairs));
-            let side = (j > 0).then(|| self.late(j - 1));
+            let side = j.checked_sub(1).map(|j| late[j]);
             let take_main = match (main, side) {
                 (None, None) => return,
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
-                (Some(m), Some((k, t))) => m > Pos::of(k, t, pairs),
+                (Some(m), Some(e)) => m > at(&e),
             };
             let go_on = if take_main {
                 i -= 1;
@@ -672,10 +730,60 @@ impl<'a, K: SbKey> Body<'a, K> {
 
     /// Appends every live entry, main and late merged in position order, to `out`.
     pub fn live_entries(&self, pairs: bool, out: &mut Vec<(K, u64)>) {
-        self.for_each_from(Pos::MIN, (pairs, true), Kernel::Portable, |k, t| {
+        let mut late: SmallVec<[(K, u64); 32]> = SmallVec::new();
+        self.copy_late(&mut late);
+        let all = (pairs, Kernel::Portable);
+        self.for_each_from(Pos::MIN, all, usize::MAX, &late, |k, t| {
             out.push((k, t));
             true
         });
+    }
+}
+
+/// Where a body keeps its main keys and tids, in one word (key region offset, key bytes,
+/// tid region offset, tid bytes and entry count: 16, 8, 16, 8 and 16 bits; every offset of a
+/// block of at most 64 KiB fits 16 bits, and so does its count). The search layer keeps it
+/// beside a block's body address, so that a search can start loading the lines it will
+/// read before the block's header and the body's meta record have arrived ([`prefetch`]).
+/// `Locator(0)`: unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Locator(pub u64);
+
+impl Locator {
+    fn field(self, shift: u32, bits: u32) -> usize {
+        ((self.0 >> shift) & ((1 << bits) - 1)) as usize
+    }
+
+    /// Main entries.
+    pub fn count(self) -> usize {
+        self.field(48, 16)
+    }
+}
+
+/// Starts loading the lines a search of the body at `at` (as `locator` describes it, with
+/// buckets of `bucket` keys) will read: its meta record and N-ary table, and, when the
+/// search is expected to end at main entry `rank`, that entry's bucket, key and tid. `at`
+/// may be a body freed since the hint was taken: a prefetch never faults and reads nothing
+/// for the program, so a stale hint costs the wasted loads and nothing else.
+#[inline]
+pub fn prefetch(at: usize, locator: Locator, bucket: usize, rank: Option<usize>) {
+    use crate::node::prefetch_line;
+    // Address arithmetic wraps: a stale or bogus hint must not panic either.
+    let line = |offset: usize| prefetch_line(at.wrapping_add(offset));
+    // The meta record, then the table: one key per bucket, up to its first 4 lines.
+    line(0);
+    let bucket = bucket.max(1);
+    let key_bytes = locator.field(16, 8);
+    let table = (locator.count().div_ceil(bucket) * key_bytes).min(4 * 64);
+    for offset in (0..table).step_by(64) {
+        line(META_BYTES + offset);
+    }
+    if let Some(rank) = rank {
+        let (keys, tids) = (locator.field(0, 16), locator.field(24, 16));
+        let tid_bytes = locator.field(40, 8);
+        line(keys.wrapping_add((rank / bucket * bucket).wrapping_mul(key_bytes)));
+        line(keys.wrapping_add(rank.wrapping_mul(key_bytes)));
+        line(tids.wrapping_add(rank.wrapping_mul(tid_bytes)));
     }
 }
 
@@ -913,6 +1021,117 @@ mod tests {
             ..shape
         }
         .fits::<u64>(BLOCK));
+    }
+
+    /// Walks from every start, both ways, stopping after every count, with late entries
+    /// between, before and after the main ones, with and without deleted main entries:
+    /// always the merged entries in order.
+    #[test]
+    fn walks_merge_late_entries_in_order_from_every_start() {
+        let blocks = BlockAlloc::new(BLOCK);
+        let kernel = Kernel::detect();
+        let entries: Vec<(u64, u64)> = (0..40).map(|i| (10 + i * 10, i)).collect();
+        for dead in [false, true] {
+            let ptr = body_of(&blocks, &entries, 8);
+            // SAFETY: just built, published to this thread, freed below.
+            let body = unsafe { Body::<u64>::at(ptr) };
+            let late = [5u64, 11, 12, 13, 205, 206, 395, 999];
+            for key in late {
+                let (j, found) = body.late_find(Pos::of(key, 0, false), false);
+                assert!(!found);
+                assert!(body.late_insert(j, key, key + 1000));
+            }
+            let mut all: Vec<(u64, u64)> = entries.clone();
+            if dead {
+                for i in [0, 7, 8, 39] {
+                    body.set_dead(i, true);
+                    all.retain(|e| e.0 != entries[i].0);
+                }
+            }
+            all.extend(late.iter().map(|&k| (k, k + 1000)));
+            all.sort_unstable();
+            for from in 0..1010u64 {
+                let up: Vec<(u64, u64)> = all.iter().copied().filter(|e| e.0 >= from).collect();
+                let down: Vec<(u64, u64)> =
+                    all.iter().rev().copied().filter(|e| e.0 <= from).collect();
+                for limit in [1, 2, 3, 7, usize::MAX] {
+                    let mut got = Vec::new();
+                    let at = Pos::of(from, 0, false);
+                    let mut copied = Vec::new();
+                    body.copy_late(&mut copied);
+                    body.for_each_from(at, (false, kernel), limit, &copied, |k, t| {
+                        got.push((k, t));
+                        got.len() < limit
+                    });
+                    assert_eq!(
+                        got[..],
+                        up[..limit.min(up.len())],
+                        "up from {from}, {limit}"
+                    );
+                    got.clear();
+                    body.for_each_down_from(at, (false, kernel), limit, &copied, |k, t| {
+                        got.push((k, t));
+                        got.len() < limit
+                    });
+                    let want = &down[..limit.min(down.len())];
+                    assert_eq!(got[..], want[..], "down from {from}, {limit}");
+                }
+            }
+            // SAFETY: nothing refers to the body any more.
+            unsafe { blocks.free(ptr) };
+        }
+    }
+
+    #[test]
+    fn a_locator_points_at_the_keys_and_tids_of_every_form() {
+        let blocks = BlockAlloc::new(BLOCK);
+        // Compact keys and tids, then full tids (a wide spread), then full keys.
+        let sets: [Vec<(u64, u64)>; 3] = [
+            (0..200).map(|i| (1000 + i * 3, 50 + i)).collect(),
+            (0..200).map(|i| (1000 + i * 3, i << 40)).collect(),
+            (0..200).map(|i| (i << 40, 50 + i)).collect(),
+        ];
+        let mut forms = Vec::new();
+        for entries in &sets {
+            let ptr = body_of(&blocks, entries, 0);
+            // SAFETY: just built, published to this thread, freed below.
+            let body = unsafe { Body::<u64>::at(ptr) };
+            let locator = body.locator();
+            assert_eq!(locator.count(), entries.len());
+            let base = ptr.as_ptr() as usize;
+            let (keys, key_bytes) = (base + locator.field(0, 16), locator.field(16, 8));
+            let (tids, tid_bytes) = (base + locator.field(24, 16), locator.field(40, 8));
+            forms.push(body.forms());
+            for (i, &(key, tid)) in entries.iter().enumerate() {
+                // SAFETY: entry `i` of the key and tid regions the locator points at.
+                let (stored_key, stored_tid) = unsafe {
+                    let k = match key_bytes {
+                        4 => u64::add_offset(body.key_base(), *(keys as *const u32).add(i)),
+                        _ => *(keys as *const u64).add(i),
+                    };
+                    let t = match tid_bytes {
+                        4 => body.meta().tid_base + u64::from(*(tids as *const u32).add(i)),
+                        _ => *(tids as *const u64).add(i),
+                    };
+                    (k, t)
+                };
+                assert_eq!((stored_key, stored_tid), (key, tid), "entry {i}");
+                prefetch(base, locator, 16, Some(i));
+            }
+            // A prefetch from a stale or bogus hint reads nothing: it may not fault.
+            prefetch(base, Locator(u64::MAX), 16, Some(usize::MAX / 2));
+            prefetch(usize::MAX - 4096, locator, 16, Some(7));
+            // SAFETY: nothing refers to the body any more.
+            unsafe { blocks.free(ptr) };
+        }
+        assert_eq!(
+            forms,
+            [
+                (Form::Compact, Form::Compact),
+                (Form::Compact, Form::Full),
+                (Form::Full, Form::Compact)
+            ]
+        );
     }
 
     #[test]

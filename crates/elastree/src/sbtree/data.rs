@@ -85,7 +85,12 @@ impl<K: SbKey> DataLayer<K> {
             split_low: Mutex::new(None),
             late_level: AtomicUsize::new(0),
         };
-        layer.search_layer_unguarded().push(Pos::MIN, head);
+        layer.search_layer_unguarded().push(
+            Pos::MIN,
+            head,
+            std::ptr::null_mut(),
+            Default::default(),
+        );
         layer
     }
 
@@ -148,8 +153,16 @@ impl<K: SbKey> DataLayer<K> {
     /// answer, or the first block.
     #[inline]
     fn start<'g>(&self, pos: Pos<K>, strict: bool, guard: &'g Guard) -> &'g Block<K> {
-        let found = self.search_layer(guard).find(pos, strict, self.geo.kernel);
-        let ptr = found.unwrap_or_else(|| self.head());
+        let found = self
+            .search_layer(guard)
+            .find_hinted(pos, strict, self.geo.kernel);
+        let ptr = match found {
+            Some(hinted) => {
+                hinted.prefetch(pos.key, self.geo.bucket);
+                hinted.block
+            }
+            None => self.head(),
+        };
         // SAFETY: blocks in the search layer and the head are published blocks; unlinked ones
         // are retired through the epoch collector only after the layer stops referring to
         // them, so `guard` keeps this one allocated.

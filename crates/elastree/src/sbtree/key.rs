@@ -54,6 +54,24 @@ pub trait SbKey:
     fn count(kernel: Kernel, keys: &[Self], x: Self, strict: bool) -> usize;
 }
 
+/// Where `key` would fall among `count` keys spread evenly from `low` (inclusive) to `high`
+/// (exclusive): an interpolation search's first guess, for prefetching (`None` when `key` is
+/// outside the range).
+pub fn interpolate<K: SbKey>(low: K, high: K, key: K, count: usize) -> Option<usize> {
+    let wide = |k: K| {
+        let [h, l] = k.to_words();
+        (u128::from(h) << 64) | u128::from(l)
+    };
+    let (low, high, key) = (wide(low), wide(high), wide(key));
+    if !(low <= key && key < high) {
+        return None;
+    }
+    // Scaled down so that the product cannot overflow: a guess needs no more precision.
+    let shift = (128 - (high - low).leading_zeros()).saturating_sub(96);
+    let (span, at) = ((high - low) >> shift, (key - low) >> shift);
+    Some((at * count as u128 / span.max(1)) as usize)
+}
+
 impl SbKey for u64 {
     const BYTES: usize = 8;
     const MIN: Self = 0;
@@ -315,6 +333,24 @@ mod tests {
         assert_eq!(top.succ(true), None);
         let carry = Pos::of(u128::from(u64::MAX), 0, false).succ(false).unwrap();
         assert_eq!(carry.key, 1u128 << 64);
+    }
+
+    #[test]
+    fn interpolation_spreads_keys_evenly_and_refuses_keys_outside() {
+        assert_eq!(interpolate(100u64, 200, 100, 50), Some(0));
+        assert_eq!(interpolate(100u64, 200, 150, 50), Some(25));
+        assert_eq!(interpolate(100u64, 200, 199, 50), Some(49));
+        assert_eq!(interpolate(100u64, 200, 200, 50), None);
+        assert_eq!(interpolate(100u64, 200, 99, 50), None);
+        assert_eq!(interpolate(5u64, 5, 5, 50), None);
+        // The widest ranges neither overflow nor lose the guess.
+        assert_eq!(interpolate(0u64, u64::MAX, u64::MAX / 2, 1000), Some(499));
+        assert_eq!(
+            interpolate(0u128, u128::MAX, u128::MAX / 4, 1000),
+            Some(249)
+        );
+        let low = 7u128 << 100;
+        assert_eq!(interpolate(low, low + 1000, low + 500, 10), Some(5));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::sync::atomic::Ordering;
 use crossbeam_epoch::{self as epoch, Guard};
 
 use super::block::Block;
+use super::body::Locator;
 use super::data::SendPtr;
 use super::key::SbKey;
 use super::search::SearchLayer;
@@ -84,7 +85,12 @@ impl<K: SbKey> SbTree<K> {
             }
             // SAFETY: a linked block; the guard keeps it allocated.
             let next_ref = unsafe { &*next };
-            if !layer.push(next_ref.low(), next) {
+            if !layer.push(
+                next_ref.low(),
+                next,
+                next_ref.body_ptr(),
+                locator(next_ref, guard),
+            ) {
                 self.rebuild(state, guard);
                 return;
             }
@@ -115,7 +121,13 @@ impl<K: SbKey> SbTree<K> {
                 break;
             }
             // SAFETY: as above.
-            fresh.push((unsafe { &*next }.low(), next));
+            let next_ref = unsafe { &*next };
+            fresh.push((
+                next_ref.low(),
+                next,
+                next_ref.body_ptr(),
+                locator(next_ref, guard),
+            ));
             block = next;
         }
         let layer = SearchLayer::new(
@@ -124,8 +136,8 @@ impl<K: SbKey> SbTree<K> {
             self.geo.pairs,
         );
         layer.push_prefix_of(old, keep);
-        for &(low, block) in &fresh {
-            layer.push(low, block);
+        for &(low, block, body, locator) in &fresh {
+            layer.push(low, block, body, locator);
         }
         state.cursor = block;
         self.data.replace_search_layer(layer, guard);
@@ -162,4 +174,11 @@ impl<K: SbKey> SbTree<K> {
             false
         });
     }
+}
+
+/// The locator of `block`'s body, for the search layer's hint.
+fn locator<K: SbKey>(block: &Block<K>, guard: &Guard) -> Locator {
+    block
+        .body(guard)
+        .map_or(Locator::default(), |b| b.locator())
 }

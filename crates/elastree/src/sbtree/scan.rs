@@ -80,6 +80,9 @@ fn empty<K: SbKey>(lower: Bound<Pos<K>>, upper: Bound<Pos<K>>) -> bool {
     }
 }
 
+/// A body's late entries, copied before its block validates (see [`SbTree::scan_data_up`]).
+type LateCopy<K> = SmallVec<[(K, u64); 32]>;
+
 /// A segment with the range of positions it holds: (its lower bound, the newer one's].
 type SegmentRange<'g, K> = (Bound<Pos<K>>, Bound<Pos<K>>, &'g Segment<K>);
 
@@ -250,12 +253,13 @@ impl<K: SbKey> SbTree<K> {
 
     /// The ascending walk over data blocks within `(lo, hi)`.
     ///
-    /// A body without late entries is read straight to the visitor once the block's version
-    /// validates after the body was loaded: the body is then the one of the version the walk
-    /// read (with its fences and successor), its main entries are immutable and were in the
-    /// index when it was published (and still, or not deleted yet, by their dead bits), and
-    /// nothing the visitor gets needs checking after. A body with late entries (which move
-    /// under writers) is copied, validated, then handed out.
+    /// A body's late entries (which move under writers) are copied, then the block's version
+    /// is validated, then the body is read straight to the visitor, its main entries merged
+    /// with the copied late ones: the body is then the one of the version the walk read
+    /// (with its fences and successor), its main entries are immutable and were in the
+    /// index when it was published (and still, or not deleted yet, by their dead bits), the
+    /// late ones were in it at that version, and nothing the visitor gets needs checking
+    /// after.
     ///
     /// Validating first matters for the descending walk ([`SbTree::scan_data_down`]): a body
     /// loaded after the version was read may be what a split left in the block, the lower
@@ -266,7 +270,7 @@ impl<K: SbKey> SbTree<K> {
         &self,
         lo: Bound<Pos<K>>,
         hi: Bound<Pos<K>>,
-        out: &mut Out<'_, K, impl FnMut(K, u64)>,
+        out: &mut Out<'_, impl FnMut(K, u64)>,
         guard: &Guard,
     ) {
         let (pairs, kernel) = (self.geo.pairs, self.geo.kernel);
@@ -286,45 +290,31 @@ impl<K: SbKey> SbTree<K> {
             Bound::Included(p) => p.succ(pairs),
         };
         let (mut block, mut read) = self.data.locate(from, guard);
+        let mut late = LateCopy::new();
         loop {
             #[cfg(test)]
             hook::before_body(from.key.to_words());
             let body = block.body(guard);
             let (next, high) = (block.next(), block.high());
-            let ended = match body {
-                Some(body) if body.late_len() > 0 => {
-                    let mut batch = out.batch();
-                    body.for_each_from(from, (pairs, true), kernel, |k, t| {
-                        batch.offer(k, t, below(Pos::of(k, t, pairs), hi))
-                    });
-                    if read.validate().is_err() {
-                        (block, read) = self.data.walk(block, from, false);
-                        continue;
+            late.clear();
+            if let Some(body) = body {
+                body.copy_late(&mut late);
+            }
+            // The body, fences, successor and late entries of the version read (see the docs).
+            if read.validate().is_err() {
+                (block, read) = self.data.walk(block, from, false);
+                continue;
+            }
+            let mut ended = false;
+            if let Some(body) = body {
+                body.for_each_from(from, (pairs, kernel), out.wanted(), &late, |k, t| {
+                    if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
+                        ended = true;
+                        return false;
                     }
-                    // A copied batch is handed out only now.
-                    out.emit()
-                }
-                body => {
-                    // The body, fences and successor of the version read (see the docs).
-                    if read.validate().is_err() {
-                        (block, read) = self.data.walk(block, from, false);
-                        continue;
-                    }
-                    let mut ended = false;
-                    if let Some(body) = body {
-                        // Main entries only: late ones written since the body was looked at
-                        // are not handed out unvalidated.
-                        body.for_each_from(from, (pairs, false), kernel, |k, t| {
-                            if stop.is_some_and(|s| Pos::of(k, t, pairs) >= s) {
-                                ended = true;
-                                return false;
-                            }
-                            out.hand(k, t)
-                        });
-                    }
-                    ended
-                }
-            };
+                    out.hand(k, t)
+                });
+            }
             if ended || out.is_full() {
                 return;
             }
@@ -338,13 +328,14 @@ impl<K: SbKey> SbTree<K> {
     }
 
     /// The descending walk over data blocks within `(lo, hi)`: each block's entries from the
-    /// top down, then the block holding the positions below its low fence (read straight to
-    /// the visitor or copied first, as in [`SbTree::scan_data_up`]).
+    /// top down, then the block holding the positions below its low fence (each read
+    /// straight to the visitor with its late entries copied, as in
+    /// [`SbTree::scan_data_up`]).
     fn scan_data_down(
         &self,
         lo: Bound<Pos<K>>,
         hi: Bound<Pos<K>>,
-        out: &mut Out<'_, K, impl FnMut(K, u64)>,
+        out: &mut Out<'_, impl FnMut(K, u64)>,
         guard: &Guard,
     ) {
         let (pairs, kernel) = (self.geo.pairs, self.geo.kernel);
@@ -354,6 +345,7 @@ impl<K: SbKey> SbTree<K> {
             Bound::Excluded(p) => (p, true),
             Bound::Unbounded => (Pos::MAX, false),
         };
+        let mut late = LateCopy::new();
         loop {
             let (mut block, mut read) = if strict {
                 self.data.locate_below(probe, guard)
@@ -365,46 +357,32 @@ impl<K: SbKey> SbTree<K> {
                 hook::before_body(probe.key.to_words());
                 let body = block.body(guard);
                 let low = block.low();
-                let ended = match body {
-                    Some(body) if body.late_len() > 0 => {
-                        let mut batch = out.batch();
-                        body.for_each_down_from(probe, (pairs, true), kernel, |k, t| {
-                            let at = Pos::of(k, t, pairs);
-                            (strict && at == probe) || batch.offer(k, t, above(at, lo))
-                        });
-                        if read.validate().is_err() {
-                            (block, read) = self.data.walk(block, probe, strict);
-                            continue;
+                late.clear();
+                if let Some(body) = body {
+                    body.copy_late(&mut late);
+                }
+                // The body of the version the walk read, whose range reaches up to the probe:
+                // a later one may be the lower part a split left here, without the positions
+                // it moved to the new block on the right (see [`SbTree::scan_data_up`]).
+                if read.validate().is_err() {
+                    (block, read) = self.data.walk(block, probe, strict);
+                    continue;
+                }
+                let mut ended = false;
+                if let Some(body) = body {
+                    let wanted = out.wanted();
+                    body.for_each_down_from(probe, (pairs, kernel), wanted, &late, |k, t| {
+                        let at = Pos::of(k, t, pairs);
+                        if strict && at == probe {
+                            return true;
                         }
-                        out.emit()
-                    }
-                    body => {
-                        // The body of the version the walk read, whose range reaches up to
-                        // the probe: a later one may be the lower part a split left here,
-                        // without the positions it moved to the new block on the right
-                        // (see [`SbTree::scan_data_up`]).
-                        if read.validate().is_err() {
-                            (block, read) = self.data.walk(block, probe, strict);
-                            continue;
+                        if !above(at, lo) {
+                            ended = true;
+                            return false;
                         }
-                        let mut ended = false;
-                        if let Some(body) = body {
-                            // Main entries only, as in the ascending walk.
-                            body.for_each_down_from(probe, (pairs, false), kernel, |k, t| {
-                                let at = Pos::of(k, t, pairs);
-                                if strict && at == probe {
-                                    return true;
-                                }
-                                if !above(at, lo) {
-                                    ended = true;
-                                    return false;
-                                }
-                                out.hand(k, t)
-                            });
-                        }
-                        ended
-                    }
-                };
+                        out.hand(k, t)
+                    });
+                }
                 if ended || out.is_full() {
                     return;
                 }
@@ -418,65 +396,36 @@ impl<K: SbKey> SbTree<K> {
     }
 }
 
-/// Where a scan's entries go: the caller's visitor, the count, the limit, and the buffer a
-/// block's entries wait in until the block validates.
-pub(super) struct Out<'v, K, V> {
+/// Where a scan's entries go: the caller's visitor, the count and the limit.
+pub(super) struct Out<'v, V> {
     visit: &'v mut V,
     visited: usize,
     limit: usize,
-    buffer: SmallVec<[(K, u64); 64]>,
-    /// The current batch met the end of the range.
-    ended: bool,
 }
 
-/// One block's entries being copied into the buffer.
-pub(super) struct Batch<'o, K> {
-    buffer: &'o mut SmallVec<[(K, u64); 64]>,
-    wanted: usize,
-    ended: &'o mut bool,
-}
-
-impl<K: Copy> Batch<'_, K> {
-    /// Takes an entry if it is `inside` the range: whether to go on.
-    #[inline]
-    pub(super) fn offer(&mut self, key: K, tid: u64, inside: bool) -> bool {
-        if !inside {
-            *self.ended = true;
-            return false;
-        }
-        self.buffer.push((key, tid));
-        self.buffer.len() < self.wanted
-    }
-}
-
-impl<'v, K: Copy, V: FnMut(K, u64)> Out<'v, K, V> {
+impl<'v, V> Out<'v, V> {
     fn new(visit: &'v mut V, limit: usize) -> Self {
         Self {
             visit,
             visited: 0,
             limit,
-            buffer: SmallVec::new(),
-            ended: false,
-        }
-    }
-
-    /// A new batch (the buffer emptied) of at most the entries still wanted.
-    fn batch(&mut self) -> Batch<'_, K> {
-        self.buffer.clear();
-        self.ended = false;
-        Batch {
-            buffer: &mut self.buffer,
-            wanted: self.limit - self.visited,
-            ended: &mut self.ended,
         }
     }
 
     /// Hands one entry straight to the visitor; whether the scan wants more.
     #[inline]
-    fn hand(&mut self, key: K, tid: u64) -> bool {
+    fn hand<K>(&mut self, key: K, tid: u64) -> bool
+    where
+        V: FnMut(K, u64),
+    {
         (self.visit)(key, tid);
         self.visited += 1;
         self.visited < self.limit
+    }
+
+    /// How many more entries the scan takes.
+    fn wanted(&self) -> usize {
+        self.limit - self.visited
     }
 
     /// Whether the limit is reached.
@@ -484,18 +433,11 @@ impl<'v, K: Copy, V: FnMut(K, u64)> Out<'v, K, V> {
         self.visited == self.limit
     }
 
-    /// Hands the batch to the visitor; whether the scan is done (the range ended or the
-    /// limit is reached).
-    fn emit(&mut self) -> bool {
-        for &(k, t) in &self.buffer {
-            (self.visit)(k, t);
-        }
-        self.visited += self.buffer.len();
-        self.ended || self.visited == self.limit
-    }
-
     /// Hands out sorted entries (a segment's) up to the limit; whether the limit is reached.
-    fn emit_all(&mut self, entries: &[(K, u64)]) -> bool {
+    fn emit_all<K: Copy>(&mut self, entries: &[(K, u64)]) -> bool
+    where
+        V: FnMut(K, u64),
+    {
         for &(k, t) in entries.iter().take(self.limit - self.visited) {
             (self.visit)(k, t);
             self.visited += 1;

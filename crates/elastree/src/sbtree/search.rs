@@ -14,6 +14,12 @@
 //! arrays have a fixed capacity; when level 0 is full the maintenance thread builds a layer
 //! twice as large and swaps it in (the old one is freed through the epoch collector).
 //!
+//! Each level-0 entry also keeps its block's body address and [`Locator`] as they were when
+//! the entry was written: hints that let a search start loading the block's header, the
+//! body's meta record and N-ary table, and the entry its key interpolates to, all at once,
+//! instead of one miss after the other ([`Hinted::prefetch`]). A body replaced since leaves
+//! the hints stale; they are only ever prefetched, never read.
+//!
 //! # Concurrency
 //!
 //! Entries are written once, at indexes at or above their level's published length, and
@@ -25,13 +31,14 @@
 //! data blocks from there.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::block::Block;
-use super::key::{Pos, SbKey};
+use super::body::{self, Locator};
+use super::key::{interpolate, Pos, SbKey};
 use super::simd::Kernel;
 
-/// The last entries of level 0 that [`SearchLayer::find`] searches before it descends: more
+/// The last entries of level 0 that [`SearchLayer::find_hinted`] searches before it descends: more
 /// than the blocks a 16,384-key delay reaches back over (at 250 to 490 entries a block, 35
 /// to 65), and a binary search over them (7 probes) costs less than a four-level descent.
 const RECENT: usize = 128;
@@ -44,14 +51,54 @@ struct Level<K> {
     len: AtomicUsize,
 }
 
+/// What a level-0 entry points to: its block, and the block's body address and locator when
+/// the entry was written (prefetch hints; see the module docs).
+struct Slot<K: SbKey> {
+    block: AtomicPtr<Block<K>>,
+    body: AtomicPtr<u8>,
+    locator: AtomicU64,
+}
+
+/// A search's block with the hints to prefetch its lines by.
+pub struct Hinted<K: SbKey> {
+    /// The block.
+    pub block: *mut Block<K>,
+    /// Its body when the entry was written (null: none).
+    body: *mut u8,
+    /// The body's locator then.
+    locator: Locator,
+    /// The entry's low fence and the next entry's (none for the last).
+    fences: (K, Option<K>),
+}
+
+impl<K: SbKey> Hinted<K> {
+    /// Starts loading what a search for `key` in the block will read: the header's two
+    /// lines, and from the (possibly stale) body hint the body's meta record and table and
+    /// the lines of the entry that `key`'s place between the fences suggests (keys of a
+    /// time series are spread about evenly). All of it arrives together instead of as a
+    /// chain of misses, header, meta, table, bucket, entries, each waiting for the last.
+    #[inline]
+    pub fn prefetch(&self, key: K, bucket: usize) {
+        let block = self.block as usize;
+        crate::node::prefetch_line(block);
+        crate::node::prefetch_line(block + 64);
+        if self.body.is_null() || self.locator == Locator::default() {
+            return;
+        }
+        let (low, high) = self.fences;
+        let rank = high.and_then(|high| interpolate(low, high, key, self.locator.count()));
+        body::prefetch(self.body as usize, self.locator, bucket, rank);
+    }
+}
+
 /// See the module docs.
 pub struct SearchLayer<K: SbKey> {
     fanout: usize,
     pairs: bool,
     /// Level 0 first.
     levels: Box<[Level<K>]>,
-    /// The block of each level-0 entry.
-    blocks: Box<[AtomicPtr<Block<K>>]>,
+    /// The block (and body hint) of each level-0 entry.
+    slots: Box<[Slot<K>]>,
 }
 
 // SAFETY: entries are written by one writer at a time at unpublished indexes and published
@@ -81,8 +128,12 @@ impl<K: SbKey> SearchLayer<K> {
             fanout,
             pairs,
             levels: sizes.into_iter().map(level).collect(),
-            blocks: (0..capacity)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            slots: (0..capacity)
+                .map(|_| Slot {
+                    block: AtomicPtr::new(std::ptr::null_mut()),
+                    body: AtomicPtr::new(std::ptr::null_mut()),
+                    locator: AtomicU64::new(0),
+                })
                 .collect(),
         }
     }
@@ -90,7 +141,7 @@ impl<K: SbKey> SearchLayer<K> {
     /// Bytes held in separate allocations for a layer of `capacity` blocks.
     pub fn bytes_for(capacity: usize, fanout: usize, pairs: bool) -> usize {
         let per_entry = K::BYTES + if pairs { 8 } else { 0 };
-        let mut total = capacity * (per_entry + 8);
+        let mut total = capacity * (per_entry + std::mem::size_of::<Slot<K>>());
         let mut size = capacity;
         let mut levels = 1;
         while size > fanout {
@@ -108,7 +159,7 @@ impl<K: SbKey> SearchLayer<K> {
 
     /// Blocks it has room for.
     pub fn capacity(&self) -> usize {
-        self.blocks.len()
+        self.slots.len()
     }
 
     /// Blocks indexed.
@@ -152,8 +203,33 @@ impl<K: SbKey> SearchLayer<K> {
 
     /// The block of the largest indexed low fence at or below `pos` (below it if `strict`),
     /// or `None` if every indexed fence is above (or the layer is empty).
-    #[inline]
+    #[cfg(test)]
     pub fn find(&self, pos: Pos<K>, strict: bool, kernel: Kernel) -> Option<*mut Block<K>> {
+        self.find_slot(pos, strict, kernel)
+            .map(|i| self.block_at(i))
+    }
+
+    /// The block of the largest indexed low fence at or below `pos` (below it if `strict`),
+    /// with its prefetch hints, or `None` if every indexed fence is above (or the layer is
+    /// empty).
+    #[inline]
+    pub fn find_hinted(&self, pos: Pos<K>, strict: bool, kernel: Kernel) -> Option<Hinted<K>> {
+        self.find_slot(pos, strict, kernel).map(|i| {
+            let slot = &self.slots[i];
+            let len = self.levels[0].len.load(Ordering::Acquire);
+            let (keys, _) = self.published(0, len);
+            Hinted {
+                block: slot.block.load(Ordering::Relaxed),
+                body: slot.body.load(Ordering::Relaxed),
+                locator: Locator(slot.locator.load(Ordering::Relaxed)),
+                fences: (keys[i], keys.get(i + 1).copied()),
+            }
+        })
+    }
+
+    /// The level-0 entry of [`SearchLayer::find_hinted`].
+    #[inline]
+    fn find_slot(&self, pos: Pos<K>, strict: bool, kernel: Kernel) -> Option<usize> {
         // The newest blocks first: delayed keys of a time series land in them, and a binary
         // search of the last fences of level 0 costs less than a descent.
         let len = self.levels[0].len.load(Ordering::Acquire);
@@ -179,7 +255,7 @@ impl<K: SbKey> SearchLayer<K> {
                         hi = mid;
                     }
                 }
-                return Some(self.blocks[lo].load(Ordering::Relaxed));
+                return Some(lo);
             }
         }
         let top = self.levels.len() - 1;
@@ -204,17 +280,20 @@ impl<K: SbKey> SearchLayer<K> {
             }
             at = start + c - 1;
         }
-        Some(self.blocks[at].load(Ordering::Relaxed))
+        Some(at)
     }
 
-    /// Appends the entry of `block`, whose low fence `low` is above every indexed one;
-    /// `false` if the layer is full. Single writer only (the maintenance mutex's holder).
-    pub fn push(&self, low: Pos<K>, block: *mut Block<K>) -> bool {
+    /// Appends the entry of `block`, whose low fence `low` is above every indexed one and
+    /// whose body is (or was lately) at `body`; `false` if the layer is full. Single writer
+    /// only (the maintenance mutex's holder).
+    pub fn push(&self, low: Pos<K>, block: *mut Block<K>, body: *mut u8, locator: Locator) -> bool {
         let n = self.levels[0].len.load(Ordering::Relaxed);
         if n == self.capacity() {
             return false;
         }
-        self.blocks[n].store(block, Ordering::Relaxed);
+        self.slots[n].block.store(block, Ordering::Relaxed);
+        self.slots[n].body.store(body, Ordering::Relaxed);
+        self.slots[n].locator.store(locator.0, Ordering::Relaxed);
         let mut index = n;
         let mut lengths = Vec::with_capacity(self.levels.len());
         for level in self.levels.iter() {
@@ -265,7 +344,7 @@ impl<K: SbKey> SearchLayer<K> {
 
     /// The block of entry `i` (below [`SearchLayer::len`]).
     pub fn block_at(&self, i: usize) -> *mut Block<K> {
-        self.blocks[i].load(Ordering::Relaxed)
+        self.slots[i].block.load(Ordering::Relaxed)
     }
 
     /// Pushes the first `n` entries of `other` (single writer, as [`SearchLayer::push`]).
@@ -276,7 +355,9 @@ impl<K: SbKey> SearchLayer<K> {
                 key: keys[i],
                 tid: if self.pairs { tids[i] } else { 0 },
             };
-            let pushed = self.push(low, other.block_at(i));
+            let body = other.slots[i].body.load(Ordering::Relaxed);
+            let locator = Locator(other.slots[i].locator.load(Ordering::Relaxed));
+            let pushed = self.push(low, other.block_at(i), body, locator);
             debug_assert!(pushed, "the new layer has room for the old one's prefix");
         }
     }
@@ -291,7 +372,7 @@ impl<K: SbKey> SearchLayer<K> {
                     key: keys[i],
                     tid: if self.pairs { tids[i] } else { 0 },
                 };
-                (pos, self.blocks[i].load(Ordering::Relaxed))
+                (pos, self.block_at(i))
             })
             .collect()
     }
@@ -356,7 +437,12 @@ mod tests {
                 None
             );
             for i in 0..300 {
-                assert!(layer.push(Pos::of(i as u64 * 10, 0, false), fake(i)));
+                assert!(layer.push(
+                    Pos::of(i as u64 * 10, 0, false),
+                    fake(i),
+                    std::ptr::null_mut(),
+                    Locator::default()
+                ));
                 layer.check().unwrap();
                 for j in 0..=i {
                     let probe = Pos::of(j as u64 * 10 + 5, 0, false);
@@ -371,7 +457,15 @@ mod tests {
                     assert_eq!(below, j.checked_sub(1).map(fake));
                 }
             }
-            assert!(!layer.push(Pos::of(100_000, 0, false), fake(301)), "full");
+            assert!(
+                !layer.push(
+                    Pos::of(100_000, 0, false),
+                    fake(301),
+                    std::ptr::null_mut(),
+                    Locator::default()
+                ),
+                "full"
+            );
             assert_eq!(layer.entries().len(), 300);
         }
     }
@@ -380,7 +474,12 @@ mod tests {
     fn pairs_compare_tids_among_equal_keys() {
         let layer = SearchLayer::<u64>::new(10, 2, true);
         for (i, tid) in [1u64, 5, 9].into_iter().enumerate() {
-            layer.push(Pos::of(7, tid, true), fake(i));
+            layer.push(
+                Pos::of(7, tid, true),
+                fake(i),
+                std::ptr::null_mut(),
+                Locator::default(),
+            );
         }
         let k = Kernel::detect();
         assert_eq!(layer.find(Pos::of(7, 0, true), false, k), None);
@@ -391,7 +490,7 @@ mod tests {
         let layer = SearchLayer::<u64>::new(300, 4, true);
         let fence = |i: usize| Pos::of(i as u64 / 3, i as u64 % 3 * 2, true);
         for i in 0..300 {
-            layer.push(fence(i), fake(i));
+            layer.push(fence(i), fake(i), std::ptr::null_mut(), Locator::default());
         }
         for i in 0..300 {
             let exact = fence(i);
