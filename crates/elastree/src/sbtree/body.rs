@@ -760,13 +760,27 @@ impl Locator {
     }
 }
 
+/// The main entries a reader takes from the place its search ends at: that entry and the
+/// ones after it (`Up`), or the ones before it (`Down`), this many in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Ascending from the place (a lookup: `Up(1)`).
+    Up(usize),
+    /// Descending from just below the place.
+    Down(usize),
+}
+
+/// The most lines of each column [`prefetch`] asks for ahead of a reader.
+const READ_AHEAD_LINES: usize = 16;
+
 /// Starts loading the lines a search of the body at `at` (as `locator` describes it, with
 /// buckets of `bucket` keys) will read: its meta record and N-ary table, and, when the
-/// search is expected to end at main entry `rank`, that entry's bucket, key and tid. `at`
+/// search is expected to end at main entry `rank`, that entry's bucket and the keys and tids
+/// the reader will take from there (`reach`, up to [`READ_AHEAD_LINES`] lines of each). `at`
 /// may be a body freed since the hint was taken: a prefetch never faults and reads nothing
 /// for the program, so a stale hint costs the wasted loads and nothing else.
 #[inline]
-pub fn prefetch(at: usize, locator: Locator, bucket: usize, rank: Option<usize>) {
+pub fn prefetch(at: usize, locator: Locator, bucket: usize, rank: Option<usize>, reach: Reach) {
     use crate::node::prefetch_line;
     // Address arithmetic wraps: a stale or bogus hint must not panic either.
     let line = |offset: usize| prefetch_line(at.wrapping_add(offset));
@@ -778,12 +792,24 @@ pub fn prefetch(at: usize, locator: Locator, bucket: usize, rank: Option<usize>)
     for offset in (0..table).step_by(64) {
         line(META_BYTES + offset);
     }
-    if let Some(rank) = rank {
-        let (keys, tids) = (locator.field(0, 16), locator.field(24, 16));
-        let tid_bytes = locator.field(40, 8);
-        line(keys.wrapping_add((rank / bucket * bucket).wrapping_mul(key_bytes)));
-        line(keys.wrapping_add(rank.wrapping_mul(key_bytes)));
-        line(tids.wrapping_add(rank.wrapping_mul(tid_bytes)));
+    let Some(rank) = rank else {
+        return;
+    };
+    let (keys, tids) = (locator.field(0, 16), locator.field(24, 16));
+    let tid_bytes = locator.field(40, 8);
+    line(keys.wrapping_add((rank / bucket * bucket).wrapping_mul(key_bytes)));
+    let (first, end) = match reach {
+        Reach::Up(n) => (rank, rank.saturating_add(n.max(1))),
+        Reach::Down(n) => (rank.saturating_sub(n), rank),
+    };
+    let end = end.min(locator.count()).max(first + 1);
+    for (column, bytes) in [(keys, key_bytes), (tids, tid_bytes)] {
+        let from = column.wrapping_add(first.wrapping_mul(bytes)) & !63;
+        let to = column.wrapping_add(end.wrapping_mul(bytes));
+        let lines = to.wrapping_sub(from).div_ceil(64).min(READ_AHEAD_LINES);
+        for l in 0..lines {
+            line(from.wrapping_add(l * 64));
+        }
     }
 }
 
@@ -1116,11 +1142,24 @@ mod tests {
                     (k, t)
                 };
                 assert_eq!((stored_key, stored_tid), (key, tid), "entry {i}");
-                prefetch(base, locator, 16, Some(i));
+                prefetch(base, locator, 16, Some(i), Reach::Up(100));
             }
             // A prefetch from a stale or bogus hint reads nothing: it may not fault.
-            prefetch(base, Locator(u64::MAX), 16, Some(usize::MAX / 2));
-            prefetch(usize::MAX - 4096, locator, 16, Some(7));
+            prefetch(
+                base,
+                Locator(u64::MAX),
+                16,
+                Some(usize::MAX / 2),
+                Reach::Up(usize::MAX),
+            );
+            prefetch(
+                base,
+                Locator(u64::MAX),
+                16,
+                Some(usize::MAX),
+                Reach::Down(usize::MAX),
+            );
+            prefetch(usize::MAX - 4096, locator, 16, Some(7), Reach::Down(3));
             // SAFETY: nothing refers to the body any more.
             unsafe { blocks.free(ptr) };
         }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_epoch::Guard;
 
 use super::block::Block;
-use super::body::{build, plan, Body};
+use super::body::{build, plan, Body, Reach};
 use super::key::{Pos, SbKey};
 use super::search::SearchLayer;
 use super::segment::Captured;
@@ -150,15 +150,16 @@ impl<K: SbKey> DataLayer<K> {
     }
 
     /// The block to start a search for `pos` (below it if `strict`) from: the search layer's
-    /// answer, or the first block.
+    /// answer, or the first block; what the reader will take from there (`reach`) starts
+    /// loading.
     #[inline]
-    fn start<'g>(&self, pos: Pos<K>, strict: bool, guard: &'g Guard) -> &'g Block<K> {
+    fn start<'g>(&self, pos: Pos<K>, strict: bool, reach: Reach, guard: &'g Guard) -> &'g Block<K> {
         let found = self
             .search_layer(guard)
             .find_hinted(pos, strict, self.geo.kernel);
         let ptr = match found {
             Some(hinted) => {
-                hinted.prefetch(pos.key, self.geo.bucket);
+                hinted.prefetch(pos.key, self.geo.bucket, reach);
                 hinted.block
             }
             None => self.head(),
@@ -210,24 +211,31 @@ impl<K: SbKey> DataLayer<K> {
         }
     }
 
-    /// The block holding `pos` and its version.
+    /// The block holding `pos` and its version, for a reader that takes `reach` from there.
     #[inline]
-    pub fn locate<'g>(&self, pos: Pos<K>, guard: &'g Guard) -> (&'g Block<K>, Optimistic<'g>) {
-        self.walk(self.start(pos, false, guard), pos, false)
+    pub fn locate<'g>(
+        &self,
+        pos: Pos<K>,
+        reach: Reach,
+        guard: &'g Guard,
+    ) -> (&'g Block<K>, Optimistic<'g>) {
+        self.walk(self.start(pos, false, reach, guard), pos, false)
     }
 
-    /// The block holding the largest positions below `pos` and its version.
+    /// The block holding the largest positions below `pos` and its version, for a reader
+    /// that takes `reach` from there.
     pub fn locate_below<'g>(
         &self,
         pos: Pos<K>,
+        reach: Reach,
         guard: &'g Guard,
     ) -> (&'g Block<K>, Optimistic<'g>) {
-        self.walk(self.start(pos, true, guard), pos, true)
+        self.walk(self.start(pos, true, reach, guard), pos, true)
     }
 
     /// The live tid at `pos`.
     pub fn get(&self, pos: Pos<K>, guard: &Guard) -> Option<u64> {
-        let (mut block, mut read) = self.locate(pos, guard);
+        let (mut block, mut read) = self.locate(pos, Reach::Up(1), guard);
         loop {
             let found = block
                 .body(guard)
@@ -248,7 +256,7 @@ impl<K: SbKey> DataLayer<K> {
             Write::Insert { tid, .. } => Pos::of(key, tid, pairs),
             Write::Remove { tid } => Pos::of(key, tid.unwrap_or(0), pairs),
         };
-        let (mut block, mut read) = self.locate(pos, guard);
+        let (mut block, mut read) = self.locate(pos, Reach::Up(1), guard);
         loop {
             if let Ok(lock) = read.upgrade() {
                 let done = self.write_locked(block, key, pos, write, guard);

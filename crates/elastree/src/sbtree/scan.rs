@@ -15,6 +15,7 @@ use std::ops::Bound;
 use crossbeam_epoch::{self as epoch, Guard};
 use smallvec::SmallVec;
 
+use super::body::Reach;
 use super::key::{Pos, SbKey};
 use super::segment::Segment;
 use super::tree::SbTree;
@@ -289,7 +290,8 @@ impl<K: SbKey> SbTree<K> {
             Bound::Excluded(p) => Some(p),
             Bound::Included(p) => p.succ(pairs),
         };
-        let (mut block, mut read) = self.data.locate(from, guard);
+        let reach = Reach::Up(out.wanted());
+        let (mut block, mut read) = self.data.locate(from, reach, guard);
         let mut late = LateCopy::new();
         loop {
             #[cfg(test)]
@@ -348,9 +350,10 @@ impl<K: SbKey> SbTree<K> {
         let mut late = LateCopy::new();
         loop {
             let (mut block, mut read) = if strict {
-                self.data.locate_below(probe, guard)
+                self.data
+                    .locate_below(probe, Reach::Down(out.wanted()), guard)
             } else {
-                self.data.locate(probe, guard)
+                self.data.locate(probe, Reach::Down(out.wanted()), guard)
             };
             loop {
                 #[cfg(test)]

@@ -34,7 +34,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::block::Block;
-use super::body::{self, Locator};
+use super::body::{self, Locator, Reach};
 use super::key::{interpolate, Pos, SbKey};
 use super::simd::Kernel;
 
@@ -74,11 +74,11 @@ pub struct Hinted<K: SbKey> {
 impl<K: SbKey> Hinted<K> {
     /// Starts loading what a search for `key` in the block will read: the header's two
     /// lines, and from the (possibly stale) body hint the body's meta record and table and
-    /// the lines of the entry that `key`'s place between the fences suggests (keys of a
-    /// time series are spread about evenly). All of it arrives together instead of as a
+    /// the lines of the entries within `reach` of the place that `key`'s place between the
+    /// fences suggests (keys of a time series are spread about evenly). All of it arrives together instead of as a
     /// chain of misses, header, meta, table, bucket, entries, each waiting for the last.
     #[inline]
-    pub fn prefetch(&self, key: K, bucket: usize) {
+    pub fn prefetch(&self, key: K, bucket: usize, reach: Reach) {
         let block = self.block as usize;
         crate::node::prefetch_line(block);
         crate::node::prefetch_line(block + 64);
@@ -87,7 +87,7 @@ impl<K: SbKey> Hinted<K> {
         }
         let (low, high) = self.fences;
         let rank = high.and_then(|high| interpolate(low, high, key, self.locator.count()));
-        body::prefetch(self.body as usize, self.locator, bucket, rank);
+        body::prefetch(self.body as usize, self.locator, bucket, rank, reach);
     }
 }
 
