@@ -38,9 +38,10 @@ use super::body::{self, Locator, Reach};
 use super::key::{interpolate, Pos, SbKey};
 use super::simd::Kernel;
 
-/// The last entries of level 0 that [`SearchLayer::find_hinted`] searches before it descends: more
-/// than the blocks a 16,384-key delay reaches back over (at 250 to 490 entries a block, 35
-/// to 65), and a binary search over them (7 probes) costs less than a four-level descent.
+/// The last entries of level 0 that [`SearchLayer::find_hinted`] searches before it
+/// descends: more than the blocks a 16,384-key delay reaches back over (at 250 to 490
+/// entries a block, 35 to 65), and a binary search over them (7 probes) costs less than a
+/// four-level descent.
 const RECENT: usize = 128;
 
 /// One level: keys (and, in a non-unique index, tids) of its entries.
@@ -75,8 +76,9 @@ impl<K: SbKey> Hinted<K> {
     /// Starts loading what a search for `key` in the block will read: the header's two
     /// lines, and from the (possibly stale) body hint the body's meta record and table and
     /// the lines of the entries within `reach` of the place that `key`'s place between the
-    /// fences suggests (keys of a time series are spread about evenly). All of it arrives together instead of as a
-    /// chain of misses, header, meta, table, bucket, entries, each waiting for the last.
+    /// fences suggests (keys of a time series are spread about evenly). All of it arrives
+    /// together instead of as a chain of misses (header, meta, table, bucket, entries), each
+    /// waiting for the last.
     #[inline]
     pub fn prefetch(&self, key: K, bucket: usize, reach: Reach) {
         let block = self.block as usize;
