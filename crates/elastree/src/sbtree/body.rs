@@ -35,6 +35,7 @@
 
 use std::marker::PhantomData;
 use std::mem::size_of;
+use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -610,18 +611,15 @@ impl<'a, K: SbKey> Body<'a, K> {
     ) -> bool {
         let count = self.count();
         let (key_base, tid_base) = (self.key_base(), self.meta().tid_base);
-        // The entries the walk will take, at most `want` of them from its start.
+        // The entries the walk will take: at most `want` of them from its start.
         let ahead = if down {
-            range.end.saturating_sub(want).max(range.start)..range.end
+            Reach::Down(want).entries(range.end, range.clone())
         } else {
-            range.start..range.end.min(range.start.saturating_add(want))
+            Reach::Up(want).entries(range.start, range.clone())
         };
         macro_rules! walk {
             ($keys:expr, $tids:expr, $key:expr, $tid:expr) => {{
-                // Ask for every line of them at once: they arrive in parallel instead of
-                // one stream's miss after another.
-                crate::node::prefetch(&$keys[ahead.clone()]);
-                crate::node::prefetch(&$tids[ahead]);
+                prefetch_entries(column($keys), column($tids), ahead);
                 let pairs = $keys[range.clone()].iter().zip(&$tids[range]);
                 if down {
                     for (k, t) in pairs.rev() {
@@ -770,8 +768,44 @@ pub enum Reach {
     Down(usize),
 }
 
-/// The most lines of each column [`prefetch`] asks for ahead of a reader.
+impl Reach {
+    /// The main entries taken from place `at`, within `bounds`.
+    fn entries(self, at: usize, bounds: Range<usize>) -> Range<usize> {
+        match self {
+            Reach::Up(n) => at.max(bounds.start)..at.saturating_add(n).min(bounds.end),
+            Reach::Down(n) => at.saturating_sub(n).max(bounds.start)..at.min(bounds.end),
+        }
+    }
+}
+
+/// A column's address and element size, for [`prefetch_entries`].
+fn column<T>(elements: &[T]) -> (usize, usize) {
+    (elements.as_ptr() as usize, size_of::<T>())
+}
+
+/// The most lines of each column a reader's entries are prefetched for.
 const READ_AHEAD_LINES: usize = 16;
+
+/// Starts loading main entries `entries` of a body whose key and tid columns start at
+/// addresses `keys` and `tids` (`key_bytes` and `tid_bytes` each): the lines of each column
+/// at once, up to [`READ_AHEAD_LINES`] of them, so that they arrive in parallel instead of
+/// one stream's miss after another. Address arithmetic wraps: a stale hint's addresses are
+/// only prefetched, and must not panic.
+#[inline]
+fn prefetch_entries(
+    (keys, key_bytes): (usize, usize),
+    (tids, tid_bytes): (usize, usize),
+    entries: Range<usize>,
+) {
+    for (column, bytes) in [(keys, key_bytes), (tids, tid_bytes)] {
+        let from = column.wrapping_add(entries.start.wrapping_mul(bytes)) & !63;
+        let to = column.wrapping_add(entries.end.wrapping_mul(bytes));
+        let lines = to.wrapping_sub(from).div_ceil(64).min(READ_AHEAD_LINES);
+        for line in 0..lines {
+            crate::node::prefetch_line(from.wrapping_add(line * 64));
+        }
+    }
+}
 
 /// Starts loading the lines a search of the body at `at` (as `locator` describes it, with
 /// buckets of `bucket` keys) will read: its meta record and N-ary table, and, when the
@@ -796,21 +830,18 @@ pub fn prefetch(at: usize, locator: Locator, bucket: usize, rank: Option<usize>,
         return;
     };
     let (keys, tids) = (locator.field(0, 16), locator.field(24, 16));
-    let tid_bytes = locator.field(40, 8);
     line(keys.wrapping_add((rank / bucket * bucket).wrapping_mul(key_bytes)));
-    let (first, end) = match reach {
-        Reach::Up(n) => (rank, rank.saturating_add(n.max(1))),
-        Reach::Down(n) => (rank.saturating_sub(n), rank),
-    };
-    let end = end.min(locator.count()).max(first + 1);
-    for (column, bytes) in [(keys, key_bytes), (tids, tid_bytes)] {
-        let from = column.wrapping_add(first.wrapping_mul(bytes)) & !63;
-        let to = column.wrapping_add(end.wrapping_mul(bytes));
-        let lines = to.wrapping_sub(from).div_ceil(64).min(READ_AHEAD_LINES);
-        for l in 0..lines {
-            line(from.wrapping_add(l * 64));
-        }
+    // At least the guessed entry itself, even for a descending reader.
+    let count = locator.count();
+    let mut entries = reach.entries(rank, 0..count);
+    if entries.is_empty() {
+        entries = rank..rank.saturating_add(1);
     }
+    prefetch_entries(
+        (at.wrapping_add(keys), key_bytes),
+        (at.wrapping_add(tids), locator.field(40, 8)),
+        entries,
+    );
 }
 
 /// The forms a body can have, most compact first: the order of [`plan`]'s capacities.

@@ -211,31 +211,22 @@ impl<K: SbKey> DataLayer<K> {
         }
     }
 
-    /// The block holding `pos` and its version, for a reader that takes `reach` from there.
+    /// The block holding `pos` (or, `strict`, the largest positions below it) and its
+    /// version, for a reader that takes `reach` from there.
     #[inline]
     pub fn locate<'g>(
         &self,
         pos: Pos<K>,
+        strict: bool,
         reach: Reach,
         guard: &'g Guard,
     ) -> (&'g Block<K>, Optimistic<'g>) {
-        self.walk(self.start(pos, false, reach, guard), pos, false)
-    }
-
-    /// The block holding the largest positions below `pos` and its version, for a reader
-    /// that takes `reach` from there.
-    pub fn locate_below<'g>(
-        &self,
-        pos: Pos<K>,
-        reach: Reach,
-        guard: &'g Guard,
-    ) -> (&'g Block<K>, Optimistic<'g>) {
-        self.walk(self.start(pos, true, reach, guard), pos, true)
+        self.walk(self.start(pos, strict, reach, guard), pos, strict)
     }
 
     /// The live tid at `pos`.
     pub fn get(&self, pos: Pos<K>, guard: &Guard) -> Option<u64> {
-        let (mut block, mut read) = self.locate(pos, Reach::Up(1), guard);
+        let (mut block, mut read) = self.locate(pos, false, Reach::Up(1), guard);
         loop {
             let found = block
                 .body(guard)
@@ -256,7 +247,7 @@ impl<K: SbKey> DataLayer<K> {
             Write::Insert { tid, .. } => Pos::of(key, tid, pairs),
             Write::Remove { tid } => Pos::of(key, tid.unwrap_or(0), pairs),
         };
-        let (mut block, mut read) = self.locate(pos, Reach::Up(1), guard);
+        let (mut block, mut read) = self.locate(pos, false, Reach::Up(1), guard);
         loop {
             if let Ok(lock) = read.upgrade() {
                 let done = self.write_locked(block, key, pos, write, guard);

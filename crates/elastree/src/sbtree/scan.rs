@@ -15,7 +15,8 @@ use std::ops::Bound;
 use crossbeam_epoch::{self as epoch, Guard};
 use smallvec::SmallVec;
 
-use super::body::Reach;
+use super::block::Block;
+use super::body::{Body, Reach};
 use super::key::{Pos, SbKey};
 use super::segment::Segment;
 use super::tree::SbTree;
@@ -83,6 +84,21 @@ fn empty<K: SbKey>(lower: Bound<Pos<K>>, upper: Bound<Pos<K>>) -> bool {
 
 /// A body's late entries, copied before its block validates (see [`SbTree::scan_data_up`]).
 type LateCopy<K> = SmallVec<[(K, u64); 32]>;
+
+/// `block`'s body, with its late entries copied into `late`: what a walk hands out once the
+/// block's version validates.
+fn load_body<'g, K: SbKey>(
+    block: &Block<K>,
+    late: &mut LateCopy<K>,
+    guard: &'g Guard,
+) -> Option<Body<'g, K>> {
+    let body = block.body(guard);
+    late.clear();
+    if let Some(body) = body {
+        body.copy_late(late);
+    }
+    body
+}
 
 /// A segment with the range of positions it holds: (its lower bound, the newer one's].
 type SegmentRange<'g, K> = (Bound<Pos<K>>, Bound<Pos<K>>, &'g Segment<K>);
@@ -291,17 +307,13 @@ impl<K: SbKey> SbTree<K> {
             Bound::Included(p) => p.succ(pairs),
         };
         let reach = Reach::Up(out.wanted());
-        let (mut block, mut read) = self.data.locate(from, reach, guard);
+        let (mut block, mut read) = self.data.locate(from, false, reach, guard);
         let mut late = LateCopy::new();
         loop {
             #[cfg(test)]
             hook::before_body(from.key.to_words());
-            let body = block.body(guard);
+            let body = load_body(block, &mut late, guard);
             let (next, high) = (block.next(), block.high());
-            late.clear();
-            if let Some(body) = body {
-                body.copy_late(&mut late);
-            }
             // The body, fences, successor and late entries of the version read (see the docs).
             if read.validate().is_err() {
                 (block, read) = self.data.walk(block, from, false);
@@ -349,21 +361,13 @@ impl<K: SbKey> SbTree<K> {
         };
         let mut late = LateCopy::new();
         loop {
-            let (mut block, mut read) = if strict {
-                self.data
-                    .locate_below(probe, Reach::Down(out.wanted()), guard)
-            } else {
-                self.data.locate(probe, Reach::Down(out.wanted()), guard)
-            };
+            let reach = Reach::Down(out.wanted());
+            let (mut block, mut read) = self.data.locate(probe, strict, reach, guard);
             loop {
                 #[cfg(test)]
                 hook::before_body(probe.key.to_words());
-                let body = block.body(guard);
+                let body = load_body(block, &mut late, guard);
                 let low = block.low();
-                late.clear();
-                if let Some(body) = body {
-                    body.copy_late(&mut late);
-                }
                 // The body of the version the walk read, whose range reaches up to the probe:
                 // a later one may be the lower part a split left here, without the positions
                 // it moved to the new block on the right (see [`SbTree::scan_data_up`]).
