@@ -13,8 +13,14 @@
 //! first). Chunks go back to the system when the allocator is dropped: an index that shrinks
 //! keeps its blocks for the entries that come next.
 //!
+//! A new page costs its first writer a page fault and the kernel's zeroing of the page (for a
+//! huge page, 2 MiB of it): a third of an in-order load's time when the inserting thread
+//! takes it. So once chunks have reached [`HUGE_PAGE`], a background thread keeps one chunk
+//! in **reserve**, already faulted in ([`BlockAlloc::prepare`]), and the next chunk taken is
+//! that one.
+//!
 //! Every chunk byte is counted in [`BlockAlloc::bytes`]; [`BlockAlloc::free_bytes`] is the
-//! part not in use (free lists and the uncut end of the newest chunk).
+//! part not in use (free lists, the uncut end of the newest chunk and the reserve).
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
@@ -47,8 +53,10 @@ struct Shard(Mutex<Vec<Free>>);
 
 /// The chunks taken from the system, and the uncut end of the newest.
 struct Chunks {
-    /// Every chunk, to give back on drop.
+    /// Every chunk, to give back on drop (the reserve included).
     all: Vec<(NonNull<u8>, Layout)>,
+    /// A huge-page chunk already faulted in, not cut yet: the next chunk to take.
+    reserve: Option<NonNull<u8>>,
     /// The next block to cut from the newest chunk.
     next: usize,
     /// The end of the newest chunk.
@@ -64,6 +72,8 @@ pub struct BlockAlloc {
     block_bytes: usize,
     shards: Box<[Shard]>,
     chunks: Mutex<Chunks>,
+    /// Held while a thread fills the reserve ([`BlockAlloc::prepare`]).
+    preparing: Mutex<()>,
     /// Bytes of every chunk held.
     held: ByteCounter,
 }
@@ -77,9 +87,11 @@ impl BlockAlloc {
             shards: (0..STRIPES).map(|_| Shard::default()).collect(),
             chunks: Mutex::new(Chunks {
                 all: Vec::new(),
+                reserve: None,
                 next: 0,
                 end: 0,
             }),
+            preparing: Mutex::new(()),
             held: ByteCounter::new(),
         }
     }
@@ -98,7 +110,12 @@ impl BlockAlloc {
     pub fn free_bytes(&self) -> usize {
         let listed = self.shards.iter().map(|s| lock(&s.0).len()).sum::<usize>();
         let chunks = lock(&self.chunks);
-        listed * self.block_bytes + (chunks.end - chunks.next)
+        let reserve = if chunks.reserve.is_some() {
+            HUGE_PAGE
+        } else {
+            0
+        };
+        listed * self.block_bytes + (chunks.end - chunks.next) + reserve
     }
 
     /// A block of [`BlockAlloc::block_bytes`] bytes, aligned to [`BLOCK_ALIGN`]; its
@@ -120,34 +137,77 @@ impl BlockAlloc {
         self.cut()
     }
 
-    /// Cuts a block from the newest chunk, taking a new chunk when it is used up.
+    /// Cuts a block from the newest chunk, taking a new chunk when it is used up (the
+    /// reserve, if there is one).
     fn cut(&self) -> NonNull<u8> {
         let mut chunks = lock(&self.chunks);
         if chunks.next == chunks.end {
-            let blocks = FIRST_CHUNK_BLOCKS << chunks.all.len().min(24);
-            let bytes = (blocks * self.block_bytes).min(HUGE_PAGE.max(self.block_bytes));
-            let align = if bytes == HUGE_PAGE {
-                HUGE_PAGE
-            } else {
-                BLOCK_ALIGN
+            let bytes = self.next_chunk_bytes(&chunks);
+            let chunk = match chunks.reserve.take() {
+                Some(chunk) if bytes == HUGE_PAGE => chunk,
+                reserve => {
+                    chunks.reserve = reserve;
+                    self.take_chunk(&mut chunks, bytes)
+                }
             };
-            let layout = Layout::from_size_align(bytes, align).expect("chunk layout");
-            // SAFETY: the layout has a non-zero size.
-            let chunk = unsafe { alloc(layout) };
-            let Some(chunk) = NonNull::new(chunk) else {
-                handle_alloc_error(layout)
-            };
-            if bytes == HUGE_PAGE {
-                advise_huge_page(chunk, bytes);
-            }
-            self.held.add(bytes);
-            chunks.all.push((chunk, layout));
             chunks.next = chunk.as_ptr() as usize;
             chunks.end = chunks.next + bytes - bytes % self.block_bytes;
         }
         let block = chunks.next;
         chunks.next += self.block_bytes;
         NonNull::new(block as *mut u8).expect("a chunk address")
+    }
+
+    /// The size of the next chunk: [`FIRST_CHUNK_BLOCKS`] blocks, twice as many as the one
+    /// before, at most [`HUGE_PAGE`] (or one block, if a block is larger).
+    fn next_chunk_bytes(&self, chunks: &Chunks) -> usize {
+        let blocks = FIRST_CHUNK_BLOCKS << chunks.all.len().min(24);
+        (blocks * self.block_bytes).min(HUGE_PAGE.max(self.block_bytes))
+    }
+
+    /// A new chunk of `bytes` from the system, counted and listed.
+    fn take_chunk(&self, chunks: &mut Chunks, bytes: usize) -> NonNull<u8> {
+        let align = if bytes == HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            BLOCK_ALIGN
+        };
+        let layout = Layout::from_size_align(bytes, align).expect("chunk layout");
+        // SAFETY: the layout has a non-zero size.
+        let chunk = unsafe { alloc(layout) };
+        let Some(chunk) = NonNull::new(chunk) else {
+            handle_alloc_error(layout)
+        };
+        if bytes == HUGE_PAGE {
+            advise_huge_page(chunk, bytes);
+        }
+        self.held.add(bytes);
+        chunks.all.push((chunk, layout));
+        chunk
+    }
+
+    /// Background work: once chunks are huge pages, makes sure one is in reserve, faulted in
+    /// by this thread (a write to each of its 4 KiB pages), so that the thread that next runs
+    /// out of blocks does not wait for the kernel to map and zero it. Whether it took one.
+    pub fn prepare(&self) -> bool {
+        let Ok(_preparing) = self.preparing.try_lock() else {
+            return false;
+        };
+        let chunk = {
+            let mut chunks = lock(&self.chunks);
+            if chunks.reserve.is_some() || self.next_chunk_bytes(&chunks) != HUGE_PAGE {
+                return false;
+            }
+            self.take_chunk(&mut chunks, HUGE_PAGE)
+        };
+        // Faulted in outside the lock: blocks are cut from the newest chunk meanwhile.
+        for page in (0..HUGE_PAGE).step_by(4096) {
+            // SAFETY: within the chunk, which nothing else uses until it is the reserve.
+            unsafe { chunk.as_ptr().add(page).write_volatile(0) };
+        }
+        // Under `preparing`, no one else filled the reserve meanwhile.
+        lock(&self.chunks).reserve = Some(chunk);
+        true
     }
 
     /// Gives a block back.
@@ -249,5 +309,37 @@ mod tests {
             // SAFETY: from this allocator, not used again.
             unsafe { blocks.free(block) };
         }
+    }
+
+    /// The reserve: none while chunks are small; once they are huge pages, one chunk that is
+    /// counted as held and free, and that becomes the next chunk blocks are cut from.
+    #[test]
+    fn the_reserve_is_counted_and_becomes_the_next_chunk() {
+        let blocks = BlockAlloc::new(4096);
+        let mut held = vec![blocks.alloc()];
+        assert!(!blocks.prepare(), "no reserve while chunks are small");
+        while blocks.next_chunk_bytes(&lock(&blocks.chunks)) != HUGE_PAGE {
+            held.push(blocks.alloc());
+        }
+        // Use up the current chunk, so the next block needs a new one.
+        while blocks.free_bytes() > 0 {
+            held.push(blocks.alloc());
+        }
+        let before = blocks.bytes();
+        assert!(blocks.prepare(), "a reserve once chunks are huge pages");
+        assert!(!blocks.prepare(), "one reserve at a time");
+        assert_eq!(blocks.bytes(), before + HUGE_PAGE, "the reserve is held");
+        assert_eq!(blocks.free_bytes(), HUGE_PAGE, "and free");
+        let reserve = lock(&blocks.chunks).reserve.expect("a reserve");
+        let next = blocks.alloc();
+        assert_eq!(next, reserve, "the next chunk is the reserve");
+        assert_eq!(blocks.bytes(), before + HUGE_PAGE, "no other chunk taken");
+        assert_eq!(blocks.free_bytes(), HUGE_PAGE - 4096);
+        held.push(next);
+        for block in held {
+            // SAFETY: from this allocator, not used again.
+            unsafe { blocks.free(block) };
+        }
+        assert_eq!(blocks.free_bytes(), blocks.bytes(), "everything is free");
     }
 }

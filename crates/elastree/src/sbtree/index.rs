@@ -153,17 +153,21 @@ pub struct SbTreeIndex {
 /// The maintenance thread's loop: parked until woken, then the pending conversions, each
 /// followed by its maintenance pass ([`SbTree::convert_oldest`]) so that the search layer
 /// grows and converted segments are freed while sealers keep it converting; then one pass.
+/// It keeps the block allocator's reserve filled ([`super::alloc::BlockAlloc::prepare`]), so
+/// that inserting threads rarely fault in new memory themselves.
 fn maintain_loop<K: SbKey>(tree: Arc<SbTree<K>>, stop: Arc<AtomicBool>) {
     loop {
         std::thread::park();
         while !stop.load(Ordering::Acquire) && tree.convert_oldest(0) {
             tree.collect_garbage();
+            tree.res.blocks.prepare();
         }
         if stop.load(Ordering::Acquire) {
             return;
         }
         tree.maintain(&mut super::lock(&tree.maintenance));
         tree.collect_garbage();
+        tree.res.blocks.prepare();
     }
 }
 

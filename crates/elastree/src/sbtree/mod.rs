@@ -56,8 +56,9 @@
 //! # Memory
 //!
 //! Every block comes from the tree's block allocator ([`alloc`]), which keeps freed blocks
-//! on per-thread free lists; every byte (blocks, headers, the search layer, runs, segments)
-//! is counted ([`crate::Index::memory`]).
+//! on per-thread free lists, and whose next huge-page chunk the maintenance thread faults in
+//! ahead of need; every byte (blocks, headers, the search layer, runs, segments, that
+//! reserve) is counted ([`crate::Index::memory`]).
 
 mod alloc;
 mod block;
