@@ -887,12 +887,17 @@ mod sbtree_ingest {
         }
     }
 
-    /// The default blocks: 4 KiB, runs of 16 blocks.
+    /// The default blocks (4 KiB), in runs of 16 blocks (and late runs of 4), so that the
+    /// writers fill segments and seal them.
     #[test]
     fn default_blocks() {
         let _limit = time_limit();
         for seed in super::seeds() {
-            let builder = IndexBuilder::new(SbTreeOptions::default()).key_len(KeyLen::Fixed(8));
+            let options = SbTreeOptions {
+                run_blocks: 16,
+                ..SbTreeOptions::default()
+            };
+            let builder = IndexBuilder::new(options).key_len(KeyLen::Fixed(8));
             run(
                 builder,
                 seed,

@@ -1,5 +1,6 @@
 //! The invariant walker: every structural property the SB-tree relies on, checked with no
-//! writer running (the maintenance thread is held off by taking its mutex).
+//! writer running (conversions and the maintenance thread are held off by taking their
+//! mutexes).
 
 use std::sync::atomic::Ordering;
 
@@ -22,6 +23,8 @@ impl<K: SbKey> SbTree<K> {
     /// its segment's range and its own key range; no position is live twice in a segment;
     /// the entry counts add up to `len()`.
     pub fn check(&self) -> Result<(), String> {
+        // No conversion either: one writes into the data layer as it ends.
+        let _converting = super::lock(&self.converting);
         let _maintenance = super::lock(&self.maintenance);
         let guard = &epoch::pin();
         let pairs = self.geo.pairs;
@@ -226,16 +229,16 @@ fn check_segment<K: SbKey>(
                 live.push(pos);
             }
         }
-        let late = run.read_late(|r| {
-            (0..r.late_len())
-                .map(|j| (r.late_entry(j), r.late_is_dead(j)))
-                .collect::<Vec<_>>()
-        });
-        for (j, &((k, t), dead)) in late.iter().enumerate() {
+        let late = run.read_late(|r| r.late().check(pairs)).map_err(at)?;
+        if late.len() != run.late_len() {
+            return Err(at(format!(
+                "{} late entries, the count says {}",
+                late.len(),
+                run.late_len()
+            )));
+        }
+        for &((k, t), dead) in &late {
             let pos = Pos::of(k, t, pairs);
-            if j > 0 && Pos::of(late[j - 1].0 .0, late[j - 1].0 .1, pairs) >= pos {
-                return Err(at(format!("late entries {} and {j} out of order", j - 1)));
-            }
             if !segment.holds(pos) || top.is_some_and(|t| pos > t) {
                 return Err(at(format!("late entry {pos:?} outside the segment")));
             }
@@ -247,6 +250,18 @@ fn check_segment<K: SbKey>(
             if !dead {
                 live.push(pos);
             }
+        }
+    }
+    let spill = segment
+        .read_spill(|spill| spill.check(pairs))
+        .map_err(|e| format!("spill: {e}"))?;
+    for ((k, t), dead) in spill {
+        let pos = Pos::of(k, t, pairs);
+        if !segment.holds(pos) || top.is_some_and(|t| pos > t) {
+            return Err(format!("spilled entry {pos:?} outside the segment"));
+        }
+        if !dead {
+            live.push(pos);
         }
     }
     let n = live.len();

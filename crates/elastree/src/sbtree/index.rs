@@ -249,6 +249,7 @@ impl SbTreeIndex {
                 converted: tree.counters.converted.get(),
                 delayed_inserts: tree.counters.delayed.get(),
                 late_inserts: tree.counters.late.get(),
+                spilled_inserts: tree.counters.spilled.get(),
                 met: tree.counters.met.get(),
                 data_blocks: blocks,
                 indexed_blocks: tree.data.search_layer(guard).len(),

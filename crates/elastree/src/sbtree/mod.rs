@@ -15,7 +15,7 @@
 //!       |
 //!  segments       the frontier takes every entry above its lower bound; sealed ones wait
 //!                 for their conversion. A segment is a set of runs, one per thread:
-//!                 an append run (the shortcut) and a small sorted late run   (run.rs)
+//!                 an append run (the shortcut) and a sorted late run   (run.rs, late.rs)
 //! ```
 //!
 //! Keys are fixed-width integers ([`key::SbKey`]: 8-byte keys as `u64`, 16-byte keys as
@@ -28,7 +28,7 @@
 //!   fence, then a look at the other threads' runs whose key ranges cover the key (see
 //!   [`protocol`] for why two inserts of one key always meet).
 //! * **Late entries in the frontier** (above its lower bound, below the thread's last
-//!   append) go into the thread's late run, a sorted block under the run's lock.
+//!   append) go into the thread's late run ([`late`]), sorted blocks under the run's lock.
 //! * **Delayed entries** (below the frontier) go through the search layer to their data
 //!   block, under its version lock: into the block's late slots while there are some, else
 //!   the block's body is rewritten with them, and split when it no longer fits one body.
@@ -61,12 +61,14 @@
 //! reserve) is counted ([`crate::Index::memory`]).
 
 mod alloc;
+mod bits;
 mod block;
 mod body;
 mod check;
 mod data;
 mod index;
 mod key;
+mod late;
 mod maintain;
 pub mod protocol;
 mod run;
@@ -107,7 +109,7 @@ pub struct Geometry {
     pub kernel: Kernel,
     /// Fan-out of the search layer.
     pub fanout: usize,
-    /// Entries per run block (and of a late run).
+    /// Entries per run block (of an append run or a late run).
     pub run_entries: usize,
     /// Blocks of an append run.
     pub run_blocks: usize,

@@ -6,9 +6,9 @@
 //! * the **append run**: entries in ascending position order, each above the previous one,
 //!   written only by the owner at the end and published by the count of
 //!   [`super::protocol::RunHead`]; up to `run_blocks` blocks, allocated as it grows;
-//! * the **late run**: one block of entries whose positions are in the segment but below the
-//!   owner's last append (a delayed key that still belongs to the newest data), kept sorted;
-//!   the owner inserts into it under the run's lock.
+//! * the **late run** ([`super::late`]): the entries whose positions are in the segment but
+//!   below the owner's last append (a delayed key that still belongs to the newest data),
+//!   kept sorted in blocks; the owner inserts into it under the run's lock.
 //!
 //! # Layout of an entry
 //!
@@ -26,9 +26,11 @@
 //! is not in the index. Only the owner thread touches [`Owner`].
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use super::key::{entry_words, load_entry, store_entry, Pos, SbKey};
+use super::bits::DeadBits;
+use super::key::{entry_words, interpolate, load_entry, store_entry, Pos, SbKey};
+use super::late::{Frozen, LatePlace, LateRun};
 use super::protocol::RunHead;
 use super::Resources;
 use crate::sync::{VersionLock, WriteGuard};
@@ -57,6 +59,61 @@ pub struct Owner<K: SbKey> {
     pub gaps: Vec<Option<(Pos<K>, Pos<K>)>>,
 }
 
+/// Append runs at least this long are searched from an interpolated guess ([`Run::find`]).
+const INTERPOLATE_FROM: usize = 64;
+
+/// A range `lo..hi` of `0..n` that holds the place of the position `cmp` compares against
+/// (`cmp(i)`: entry `i` against it), found by galloping from `guess` (`< n`): probes 1, 2,
+/// 4, ... entries away, in the direction the comparison at `guess` points.
+fn gallop_around(
+    guess: usize,
+    n: usize,
+    cmp: impl Fn(usize) -> std::cmp::Ordering,
+) -> (usize, usize) {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match cmp(guess) {
+        Equal => (guess, guess + 1),
+        Less => {
+            // Entries up to `guess` are below: look above.
+            let (mut below, mut step) = (guess, 1);
+            loop {
+                let probe = below + step;
+                if probe >= n {
+                    return (below + 1, n);
+                }
+                if cmp(probe) == Less {
+                    below = probe;
+                    step *= 2;
+                } else {
+                    return (below + 1, probe + 1);
+                }
+            }
+        }
+        Greater => {
+            // Entries from `guess` on are above: look below.
+            let (mut above, mut step) = (guess, 1);
+            loop {
+                let Some(probe) = above.checked_sub(step) else {
+                    return (0, above);
+                };
+                if cmp(probe) == Greater {
+                    above = probe;
+                    step *= 2;
+                } else {
+                    return (probe, above);
+                }
+            }
+        }
+    }
+}
+
+/// The most blocks of a late run beside an append run of `run_blocks` blocks: a quarter as
+/// many, so that the late run fills about when the append run does with a quarter of the
+/// keys arriving late into the segment (its blocks are half to wholly full).
+pub fn late_blocks(run_blocks: usize) -> usize {
+    run_blocks.div_ceil(4)
+}
+
 /// See the module docs.
 pub struct Run<K: SbKey> {
     /// The append run's protocol words.
@@ -67,11 +124,10 @@ pub struct Run<K: SbKey> {
     /// Guards changes to published entries (tids, dead bits) and the whole late run; its
     /// version validates reads of the late run.
     pub mods: VersionLock,
-    late_closed: AtomicBool,
     blocks: Box<[AtomicPtr<u8>]>,
-    late: AtomicPtr<u8>,
-    /// Dead bits: the append run's entries, then the late run's.
-    dead: Box<[AtomicU64]>,
+    late: LateRun<K>,
+    /// Dead bits of the append run's entries.
+    dead: DeadBits,
     /// Entries per block: a power of two, `1 << shift`.
     per_block: usize,
     shift: u32,
@@ -89,7 +145,7 @@ unsafe impl<K: SbKey> Send for Run<K> {}
 impl<K: SbKey> Run<K> {
     /// A run in slot `slot` of a segment for positions above `lower` (`None`: every
     /// position), with room for `run_blocks` blocks of `per_block` entries, and a late run
-    /// of one block.
+    /// of up to [`late_blocks`] blocks.
     pub fn new(
         slot: usize,
         lower: Option<Pos<K>>,
@@ -98,19 +154,15 @@ impl<K: SbKey> Run<K> {
         peers: usize,
     ) -> Self {
         assert!(per_block.is_power_of_two());
-        let entries = (run_blocks + 1) * per_block;
         Self {
             head: RunHead::new(),
             late_head: RunHead::new(),
             mods: VersionLock::new(),
-            late_closed: AtomicBool::new(false),
             blocks: (0..run_blocks)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
-            late: AtomicPtr::new(std::ptr::null_mut()),
-            dead: (0..entries.div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            late: LateRun::new(late_blocks(run_blocks), per_block),
+            dead: DeadBits::new(run_blocks * per_block),
             per_block,
             shift: per_block.ilog2(),
             slot,
@@ -130,7 +182,8 @@ impl<K: SbKey> Run<K> {
     pub fn bytes(run_blocks: usize, per_block: usize, peers: usize) -> usize {
         std::mem::size_of::<Self>()
             + run_blocks * 8
-            + ((run_blocks + 1) * per_block).div_ceil(64) * 8
+            + DeadBits::bytes(run_blocks * per_block)
+            + LateRun::<K>::bytes(late_blocks(run_blocks), per_block)
             + peers * std::mem::size_of::<Option<(Pos<K>, Pos<K>)>>()
     }
 
@@ -180,43 +233,6 @@ impl<K: SbKey> Run<K> {
         self.slot_words(block, i & (self.per_block - 1))
     }
 
-    fn late_slot(&self, j: usize) -> &[AtomicU64] {
-        self.slot_words(self.late.load(Ordering::Acquire), j)
-    }
-
-    fn dead_bit(&self, bit: usize) -> bool {
-        self.dead[bit / 64].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
-    }
-
-    /// Whether any of the dead bits `from..to` is set (a word at a time).
-    fn any_dead(&self, from: usize, to: usize) -> bool {
-        let mut bit = from;
-        while bit < to {
-            let (word, shift) = (bit / 64, bit % 64);
-            let span = (64 - shift).min(to - bit);
-            let mask = if span == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << span) - 1) << shift
-            };
-            if self.dead[word].load(Ordering::Relaxed) & mask != 0 {
-                return true;
-            }
-            bit += span;
-        }
-        false
-    }
-
-    fn set_dead_bit(&self, bit: usize, dead: bool) {
-        let word = &self.dead[bit / 64];
-        let mask = 1 << (bit % 64);
-        let was = word.load(Ordering::Relaxed);
-        word.store(
-            if dead { was | mask } else { was & !mask },
-            Ordering::Relaxed,
-        );
-    }
-
     // ----- the append run -------------------------------------------------------------
 
     /// Append entry `i` (below the published count).
@@ -228,17 +244,32 @@ impl<K: SbKey> Run<K> {
     /// Whether append entry `i` is deleted.
     #[inline]
     pub fn is_dead(&self, i: usize) -> bool {
-        self.dead_bit(i)
+        self.dead.get(i)
     }
 
     /// Where `pos` is among the first `n` append entries: `Ok(i)` if entry `i` has it, else
     /// `Err(i)`, the first entry above it.
+    ///
+    /// A long run starts where `pos`'s key interpolates between the first and last keys and
+    /// gallops from there: time-series keys are close to evenly spread, so the guess is a
+    /// few entries off and the search touches a line or two of the run instead of one per
+    /// halving (a late insert's look for its key in the append run missed the cache on most
+    /// of them). A poor guess costs at most twice a binary search's probes.
     pub fn find(&self, pos: Pos<K>, n: usize, pairs: bool) -> Result<usize, usize> {
+        let cmp = |i: usize| {
+            let (k, t) = self.entry(i);
+            Pos::of(k, t, pairs).cmp(&pos)
+        };
         let (mut lo, mut hi) = (0, n);
+        if n >= INTERPOLATE_FROM {
+            let guess = interpolate(self.entry(0).0, self.entry(n - 1).0, pos.key, n - 1);
+            if let Some(guess) = guess {
+                (lo, hi) = gallop_around(guess, n, cmp);
+            }
+        }
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let (k, t) = self.entry(mid);
-            match Pos::of(k, t, pairs).cmp(&pos) {
+            match cmp(mid) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),
@@ -333,40 +364,35 @@ impl<K: SbKey> Run<K> {
 
     /// Under [`Run::mods`]: marks append entry `i` deleted.
     pub fn kill(&self, i: usize) {
-        self.set_dead_bit(i, true);
+        self.dead.set(i, true);
     }
 
     // ----- the late run ---------------------------------------------------------------
 
     /// Entries in the late run (read under [`Run::mods`]'s version: validate after).
     pub fn late_len(&self) -> usize {
-        (self.late_head.published() as usize).min(self.per_block)
+        self.late_head.published() as usize
     }
 
-    /// Late entry `j` (under a version of [`Run::mods`]).
-    pub fn late_entry(&self, j: usize) -> (K, u64) {
-        load_entry(self.late_slot(j))
+    /// The late entry at `at` (under a version of [`Run::mods`]).
+    pub fn late_entry(&self, at: LatePlace) -> (K, u64) {
+        self.late.entry(at)
     }
 
-    /// Whether late entry `j` is deleted (under a version of [`Run::mods`]).
-    pub fn late_is_dead(&self, j: usize) -> bool {
-        self.dead_bit(self.capacity() + j)
+    /// Whether the late entry at `at` is deleted (under a version of [`Run::mods`]).
+    pub fn late_is_dead(&self, at: LatePlace) -> bool {
+        self.late.is_dead(at)
     }
 
     /// Where `pos` is in the late run (under a version of [`Run::mods`]).
-    pub fn late_find(&self, pos: Pos<K>, pairs: bool) -> Result<usize, usize> {
-        let n = self.late_len();
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let (k, t) = self.late_entry(mid);
-            match Pos::of(k, t, pairs).cmp(&pos) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+    pub fn late_find(&self, pos: Pos<K>, pairs: bool) -> Result<LatePlace, LatePlace> {
+        self.late.find(pos, pairs)
+    }
+
+    /// The late run itself, for walks under a version of [`Run::mods`]
+    /// ([`LateRun::visit`], [`LateRun::check`]).
+    pub fn late(&self) -> &LateRun<K> {
+        &self.late
     }
 
     /// Reads the late run with `read` under an optimistic version of [`Run::mods`], retrying
@@ -383,65 +409,41 @@ impl<K: SbKey> Run<K> {
         }
     }
 
-    /// Owner, under [`Run::mods`]: inserts `(key, tid)` into the late run at `j`; `false` if
-    /// the late run is full or closed.
-    pub fn late_insert(&self, j: usize, key: K, tid: u64, res: &Resources) -> bool {
-        let n = self.late_len();
-        if n == self.per_block || self.late_closed.load(Ordering::Relaxed) {
+    /// Owner, under [`Run::mods`]: inserts `(key, tid)` into the late run at `at`; `false`
+    /// if the late run is full there or closed.
+    pub fn late_insert(&self, at: LatePlace, key: K, tid: u64, res: &Resources) -> bool {
+        if !self.late.insert(at, key, tid, res) {
             return false;
         }
-        if self.late.load(Ordering::Relaxed).is_null() {
-            res.run_blocks.add(res.blocks.block_bytes());
-            self.late
-                .store(res.blocks.alloc().as_ptr(), Ordering::Release);
-        }
-        let base = self.capacity();
-        let w = entry_words::<K>();
-        // SAFETY: the late block exists (allocated above or earlier) and holds `per_block`
-        // entries of `w` words; it stays allocated while the run is.
-        let words = unsafe {
-            std::slice::from_raw_parts(
-                self.late.load(Ordering::Relaxed).cast::<AtomicU64>(),
-                self.per_block * w,
-            )
-        };
-        // Entries `j..n` move up one place, word by word from the top (`n < per_block`).
-        let moving = &words[j * w..(n + 1) * w];
-        for x in (0..moving.len() - w).rev() {
-            moving[x + w].store(moving[x].load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        // Their dead bits too, where any is set (rarely: deletes of late entries).
-        if self.any_dead(base + j, base + n) {
-            for i in (j..n).rev() {
-                self.set_dead_bit(base + i + 1, self.dead_bit(base + i));
-            }
-        }
-        store_entry(&words[j * w..(j + 1) * w], key, tid);
-        self.set_dead_bit(base + j, false);
-        self.late_head.publish(n as u64 + 1);
+        self.late_head.publish(self.late_head.published() + 1);
         true
     }
 
-    /// Under [`Run::mods`]: sets the tid of late entry `j`, returning the old one.
-    pub fn late_set_tid(&self, j: usize, tid: u64) -> u64 {
-        self.late_slot(j)[entry_words::<K>() - 1].swap(tid, Ordering::Relaxed)
+    /// Under [`Run::mods`]: sets the tid of the late entry at `at`, returning the old one.
+    pub fn late_set_tid(&self, at: LatePlace, tid: u64) -> u64 {
+        self.late.set_tid(at, tid)
     }
 
-    /// Under [`Run::mods`]: marks late entry `j` deleted.
-    pub fn late_kill(&self, j: usize) {
-        self.set_dead_bit(self.capacity() + j, true);
+    /// Under [`Run::mods`]: marks the late entry at `at` deleted.
+    pub fn late_kill(&self, at: LatePlace) {
+        self.late.set_dead(at, true);
     }
 
-    /// Under [`Run::mods`]: marks late entry `j` live again.
-    pub fn late_revive(&self, j: usize) {
-        self.set_dead_bit(self.capacity() + j, false);
+    /// Under [`Run::mods`]: marks the late entry at `at` live again.
+    pub fn late_revive(&self, at: LatePlace) {
+        self.late.set_dead(at, false);
     }
 
     /// Sealer: closes the late run and captures its length.
     pub fn capture_late(&self) {
         let _lock = self.lock();
-        self.late_closed.store(true, Ordering::Relaxed);
+        self.late.close();
         self.late_head.set_captured(self.late_len() as u64);
+    }
+
+    /// The captured late run, by rank (after the capture: no writer changes it).
+    pub fn captured_late(&self) -> Frozen<'_, K> {
+        self.late.frozen()
     }
 
     /// Appends the live entries among append entries `from..to` (captured ones, after the
@@ -450,7 +452,7 @@ impl<K: SbKey> Run<K> {
         if to - from <= 2 {
             // A stretch between late entries: an entry at a time costs less than the setup.
             for i in from..to {
-                if !self.dead_bit(i) {
+                if !self.dead.get(i) {
                     out.push(self.entry(i));
                 }
             }
@@ -468,9 +470,9 @@ impl<K: SbKey> Run<K> {
             let words = unsafe {
                 std::slice::from_raw_parts(block.cast::<AtomicU64>().add(first * w), (end - i) * w)
             };
-            if self.any_dead(i, end) {
+            if self.dead.any(i, end) {
                 for (j, slot) in (i..end).zip(words.chunks_exact(w)) {
-                    if !self.dead_bit(j) {
+                    if !self.dead.get(j) {
                         out.push(load_entry(slot));
                     }
                 }
@@ -482,22 +484,16 @@ impl<K: SbKey> Run<K> {
         }
     }
 
-    /// Appends the live entries among late entries `from..to` (captured ones, after the
-    /// drain) to `out`, in position order.
-    pub fn copy_late(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
-        out.extend(
-            (from..to)
-                .filter(|&j| !self.late_is_dead(j))
-                .map(|j| self.late_entry(j)),
-        );
-    }
-
     /// The largest captured position, dead entries included.
     pub fn captured_max(&self, pairs: bool) -> Option<Pos<K>> {
         let n = self.head.captured().unwrap_or(0) as usize;
         let late = self.late_head.captured().unwrap_or(0) as usize;
         let a = n.checked_sub(1).map(|i| self.entry(i));
-        let b = late.checked_sub(1).map(|j| self.late_entry(j));
+        let frozen = self.late.frozen();
+        let b = late
+            .min(frozen.len())
+            .checked_sub(1)
+            .map(|j| frozen.entry(j));
         a.into_iter()
             .chain(b)
             .map(|(k, t)| Pos::of(k, t, pairs))
@@ -506,7 +502,8 @@ impl<K: SbKey> Run<K> {
 
     /// Gives every block back (exclusive access: the run is unreachable).
     pub fn free_blocks(&self, res: &Resources) {
-        for block in self.blocks.iter().chain(std::iter::once(&self.late)) {
+        self.late.free_blocks(res);
+        for block in self.blocks.iter() {
             if let Some(b) =
                 std::ptr::NonNull::new(block.swap(std::ptr::null_mut(), Ordering::Relaxed))
             {
@@ -556,58 +553,78 @@ mod tests {
         run.free_blocks(&res);
     }
 
-    /// Late inserts at the front, at the back and in between keep the late run sorted until
-    /// it is full, and a dead bit moves with its entry.
+    /// Interpolated searches find every entry and rank every gap whatever the spread of the
+    /// keys: even, skewed (cubes: guesses far too high), a jump (most keys at one end) and
+    /// runs of one key (non-unique: ordered by tid).
     #[test]
-    fn late_inserts_keep_order_and_dead_bits() {
+    fn interpolated_find_is_exact_on_skewed_keys() {
         let res = Resources::new(4096);
-        for pattern in 0..3u64 {
-            let run = Run::<u64>::new(0, None, 1, 64, 1);
-            let mut model: Vec<u64> = Vec::new();
-            let mut dead_key = None;
-            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-            for c in 0..64u64 {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let key = match pattern {
-                    0 => 1000 + c,
-                    1 => 1000 - c,
-                    _ => (rng % 1000) * 64 + c,
-                };
-                let j = model.partition_point(|&k| k < key);
-                assert_eq!(run.late_find(Pos::of(key, 0, false), false), Err(j));
-                assert!(run.late_insert(j, key, key + 1, &res));
-                model.insert(j, key);
-                if c == 10 {
-                    run.late_kill(3);
-                    dead_key = Some(model[3]);
-                }
-                assert_eq!(run.late_len(), model.len());
-                for (j, &k) in model.iter().enumerate() {
-                    assert_eq!(run.late_entry(j), (k, k + 1), "pattern {pattern} step {c}");
-                    assert_eq!(run.late_is_dead(j), dead_key == Some(k));
-                    assert_eq!(run.late_find(Pos::of(k, 0, false), false), Ok(j));
-                }
+        let n = 300usize;
+        type Entry = fn(u64) -> (u64, u64);
+        let patterns: [(&str, Entry); 4] = [
+            ("even", |c| (1000 + 3 * c, 0)),
+            ("cubes", |c| (c * c * c, 0)),
+            ("jump", |c| (if c < 290 { c } else { 1 << 40 | c }, 0)),
+            ("repeats", |c| (100 + c / 50, c)),
+        ];
+        for (name, entry) in patterns {
+            let pairs = name == "repeats";
+            let run = Run::<u64>::new(0, None, 2, 256, 1);
+            for c in 0..n {
+                assert!(run.make_room(c, &res));
+                let (k, t) = entry(c as u64);
+                run.write_entry_for_test(c, k, t);
             }
-            assert!(!run.late_insert(0, 0, 0, &res), "the late run is full");
+            for len in [INTERPOLATE_FROM, 100, n] {
+                for c in 0..len {
+                    let (k, t) = entry(c as u64);
+                    let pos = Pos::of(k, t, pairs);
+                    assert_eq!(
+                        run.find(pos, len, pairs),
+                        Ok(c),
+                        "{name}: entry {c} of {len}"
+                    );
+                    let above = Pos::of(k, t + 1, true);
+                    let next = entry(c as u64 + 1);
+                    if pairs && Pos::of(next.0, next.1, true) != above {
+                        assert_eq!(run.find(above, len, pairs), Err(c + 1), "{name}: after {c}");
+                    }
+                    if !pairs && next.0 > k + 1 {
+                        let gap = Pos::of(k + 1, 0, false);
+                        assert_eq!(run.find(gap, len, pairs), Err(c + 1), "{name}: gap {c}");
+                    }
+                }
+                let top = Pos::of(u64::MAX, 0, pairs);
+                assert_eq!(run.find(top, len, pairs), Err(len), "{name}: above all");
+            }
             run.free_blocks(&res);
         }
     }
 
-    /// `any_dead` sees exactly the bits of its range, within a word and across words.
+    /// Late inserts count in the late run's head, stop at the capture, and the captured
+    /// maximum is the larger of the append run's last entry and the late run's.
     #[test]
-    fn any_dead_checks_exactly_its_range() {
-        let run = Run::<u64>::new(0, None, 3, 64, 1);
-        assert!(!run.any_dead(0, 256));
-        for bit in [0, 63, 64, 130, 255] {
-            run.set_dead_bit(bit, true);
-            assert!(run.any_dead(bit, bit + 1), "bit {bit} alone");
-            assert!(run.any_dead(0, 256), "bit {bit} in everything");
-            assert!(!run.any_dead(0, bit), "bits below {bit}");
-            assert!(!run.any_dead(bit + 1, 256), "bits above {bit}");
-            assert!(!run.any_dead(bit, bit), "an empty range at {bit}");
-            run.set_dead_bit(bit, false);
+    fn late_inserts_are_counted_and_captured() {
+        let res = Resources::new(4096);
+        let run = Run::<u64>::new(0, None, 4, 64, 1);
+        assert!(run.make_room(0, &res));
+        run.write_entry_for_test(0, 500, 0);
+        run.head.publish(1);
+        for (c, key) in [300u64, 100, 200, 700, 600].into_iter().enumerate() {
+            let _lock = run.lock();
+            let at = run.late_find(Pos::of(key, 0, false), false).unwrap_err();
+            assert!(run.late_insert(at, key, key, &res));
+            assert_eq!(run.late_len(), c + 1);
         }
+        run.head.capture();
+        run.capture_late();
+        assert_eq!(run.late_head.captured(), Some(5));
+        let at = run.late_find(Pos::of(50, 0, false), false).unwrap_err();
+        assert!(!run.late_insert(at, 50, 50, &res), "closed by the capture");
+        assert_eq!(run.captured_max(false), Some(Pos::of(700, 0, false)));
+        let frozen = run.captured_late();
+        let keys: Vec<u64> = (0..frozen.len()).map(|i| frozen.entry(i).0).collect();
+        assert_eq!(keys, [100, 200, 300, 600, 700]);
+        run.free_blocks(&res);
     }
 }

@@ -18,6 +18,7 @@ use smallvec::SmallVec;
 use super::block::Block;
 use super::body::{Body, Reach};
 use super::key::{Pos, SbKey};
+use super::late::LateRun;
 use super::segment::Segment;
 use super::tree::SbTree;
 
@@ -37,6 +38,33 @@ fn above<K: SbKey>(pos: Pos<K>, bound: Bound<Pos<K>>) -> bool {
         Bound::Included(b) => pos >= b,
         Bound::Excluded(b) => pos > b,
     }
+}
+
+/// The live entries of `late` within `(lo, hi)`, at most `limit` of them from the bound a
+/// scan starts at (`hi` for a descending one), in the scan's order.
+fn late_within<K: SbKey>(
+    late: &LateRun<K>,
+    lo: Bound<Pos<K>>,
+    hi: Bound<Pos<K>>,
+    descending: bool,
+    limit: usize,
+    pairs: bool,
+) -> Vec<(K, u64)> {
+    let (from, to) = if descending { (hi, lo) } else { (lo, hi) };
+    let mut out = Vec::new();
+    late.visit(from, descending, pairs, |(k, t), dead| {
+        let pos = Pos::of(k, t, pairs);
+        let inside = if descending {
+            above(pos, to)
+        } else {
+            below(pos, to)
+        };
+        if inside && !dead {
+            out.push((k, t));
+        }
+        inside && out.len() < limit
+    });
+    out
 }
 
 /// The tighter of two upper bounds.
@@ -246,15 +274,15 @@ impl<K: SbKey> SbTree<K> {
             }
             #[cfg(test)]
             hook::before_body([u64::MAX; 2]);
-            // The late run: small, read whole under its version.
-            let late: Vec<(K, u64)> = run.read_late(|r| {
-                (0..r.late_len())
-                    .filter(|&j| !r.late_is_dead(j))
-                    .map(|j| r.late_entry(j))
-                    .filter(|&e| above(at(e), lo) && below(at(e), hi))
-                    .collect()
-            });
+            // The late run, from the bound, up to `limit` live entries, under its version.
+            let late = run.read_late(|r| late_within(r.late(), lo, hi, descending, limit, pairs));
             out.extend(late);
+        }
+        // A sealed segment's spill, the same way.
+        if segment.has_spill() {
+            let spill =
+                segment.read_spill(|spill| late_within(spill, lo, hi, descending, limit, pairs));
+            out.extend(spill);
         }
         out.sort_unstable_by_key(|&e| at(e));
         // One position twice: the append runs are read without a version, so a pair read

@@ -13,6 +13,19 @@
 //! the tree's count of converted segments); a converted segment is unlinked from the one
 //! that followed it.
 //!
+//! # The spill
+//!
+//! A sealed segment's runs no longer change, but its conversion takes a while (a
+//! millisecond or so for a full segment), and delayed keys keep arriving for its range: a
+//! key delayed by a few thousand others lands there right after the seal. Rather than wait
+//! for the conversion (on one core's worth of inserts, that wait was a quarter of their
+//! time at 20% delayed keys), an insert of a new position goes into the segment's **spill**,
+//! a late run of the segment's own under its own lock ([`Segment::spill_insert`]). Readers
+//! search it beside the runs; the conversion, once it has appended the runs' entries to the
+//! data layer, closes the spill and writes its entries there before it marks the segment
+//! converted ([`Segment::close_spill`]). Inserts that would replace a tid of the runs', and
+//! every delete or update, still wait for the conversion and change the data layer.
+//!
 //! # Lifetime
 //!
 //! A segment is freed (through the epoch collector, by the maintenance pass) once it is
@@ -24,11 +37,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::key::{Pos, SbKey};
+use super::late::{Frozen, LateRun};
 use super::protocol::SegmentHead;
-use super::run::Run;
+use super::run::{late_blocks, Run};
 use super::{Geometry, Resources};
 use crate::sync::atomic::SpinWait;
-use crate::sync::WriterGate;
+use crate::sync::{VersionLock, WriterGate};
 
 /// The most runs (threads) one segment takes; a thread that finds every slot taken seals
 /// the segment, so the next one has room. Each run costs its peers one range check per
@@ -77,6 +91,12 @@ pub struct Segment<K: SbKey> {
     pub converted: AtomicBool,
     /// Runs not let go of, plus one until the segment is converted.
     outstanding: AtomicUsize,
+    /// Inserts of new positions after the seal, until the conversion closes it.
+    spill: LateRun<K>,
+    /// Guards the spill; its version validates reads of it.
+    spill_lock: VersionLock,
+    /// Entries in the spill (dead ones included).
+    spill_len: AtomicUsize,
     res: Arc<Resources>,
     run_blocks: usize,
     per_block: usize,
@@ -91,7 +111,7 @@ unsafe impl<K: SbKey> Sync for Segment<K> {}
 impl<K: SbKey> Segment<K> {
     /// A new open segment for positions above `lower`, counted in `res`.
     pub fn new(seq: u64, lower: Option<Pos<K>>, geo: &Geometry, res: &Arc<Resources>) -> Box<Self> {
-        res.aux.add(Self::bytes());
+        res.aux.add(Self::bytes(geo.run_blocks, geo.run_entries));
         Box::new(Self {
             head: SegmentHead::new(),
             seq,
@@ -104,15 +124,20 @@ impl<K: SbKey> Segment<K> {
             prev: AtomicPtr::new(std::ptr::null_mut()),
             converted: AtomicBool::new(false),
             outstanding: AtomicUsize::new(1),
+            spill: LateRun::new(late_blocks(geo.run_blocks), geo.run_entries),
+            spill_lock: VersionLock::new(),
+            spill_len: AtomicUsize::new(0),
             res: Arc::clone(res),
             run_blocks: geo.run_blocks,
             per_block: geo.run_entries,
         })
     }
 
-    /// Bytes of a segment besides its runs.
-    fn bytes() -> usize {
-        std::mem::size_of::<Self>() + MAX_RUNS * 8
+    /// Bytes of a segment besides its runs and its spill's blocks.
+    fn bytes(run_blocks: usize, per_block: usize) -> usize {
+        std::mem::size_of::<Self>()
+            + MAX_RUNS * 8
+            + LateRun::<K>::bytes(late_blocks(run_blocks), per_block)
     }
 
     /// Whether `pos` is above the lower bound.
@@ -276,6 +301,95 @@ impl<K: SbKey> Segment<K> {
         None
     }
 
+    /// The live tid at `pos` in the spill (empty but in a sealed segment).
+    pub fn spill_find(&self, pos: Pos<K>, pairs: bool) -> Option<u64> {
+        if self.spill_len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.read_spill(|spill| match spill.find(pos, pairs) {
+            Ok(at) if !spill.is_dead(at) => Some(spill.entry(at).1),
+            _ => None,
+        })
+    }
+
+    /// Reads the spill with `read` under an optimistic version of its lock, retrying until
+    /// the read validates.
+    pub fn read_spill<R>(&self, mut read: impl FnMut(&LateRun<K>) -> R) -> R {
+        loop {
+            let Ok(version) = self.spill_lock.read_begin() else {
+                continue;
+            };
+            let result = read(&self.spill);
+            if version.validate().is_ok() {
+                return result;
+            }
+        }
+    }
+
+    /// Whether the spill holds anything (dead entries included).
+    pub fn has_spill(&self) -> bool {
+        self.spill_len.load(Ordering::Acquire) > 0
+    }
+
+    /// Inserts `(key, tid)` at `pos` into the sealed segment's spill (see the module
+    /// docs): `Some(result)` as [`super::tree::SbTree::insert`] returns it, or `None` if the
+    /// insert must wait for the conversion instead (the spill is closed or full there, or a
+    /// unique index's runs hold the key: its tid changes in the data layer).
+    pub fn spill_insert(&self, pos: Pos<K>, key: K, tid: u64, pairs: bool) -> Option<Option<u64>> {
+        let _lock = loop {
+            if let Ok(lock) = self.spill_lock.lock() {
+                break lock;
+            }
+        };
+        if self.spill.is_closed() {
+            // Its entries are (being) written to the data layer: so is this one, after them.
+            return None;
+        }
+        match self.spill.find(pos, pairs) {
+            Ok(at) => {
+                if self.spill.is_dead(at) {
+                    self.spill.set_tid(at, tid);
+                    self.spill.set_dead(at, false);
+                    return Some(None);
+                }
+                let old = self.spill.set_tid(at, tid);
+                Some(Some(if pairs { tid } else { old }))
+            }
+            Err(at) => {
+                // The runs are captured and sealed: nothing changes them any more.
+                let lengths = self.committed_lengths();
+                if let Some((_, present)) = self.find(pos, &lengths, pairs, None) {
+                    return pairs.then_some(Some(present));
+                }
+                if !self.spill.insert(at, key, tid, &self.res) {
+                    return None;
+                }
+                self.spill_len.fetch_add(1, Ordering::Release);
+                Some(None)
+            }
+        }
+    }
+
+    /// The conversion, after appending the runs' entries: closes the spill and returns its
+    /// live entries, in position order.
+    pub fn close_spill(&self) -> Vec<(K, u64)> {
+        let _lock = loop {
+            if let Ok(lock) = self.spill_lock.lock() {
+                break lock;
+            }
+        };
+        self.spill.close();
+        let mut live: Vec<(K, u64)> = Vec::new();
+        self.spill
+            .visit(std::ops::Bound::Unbounded, false, false, |e, dead| {
+                if !dead {
+                    live.push(e);
+                }
+                true
+            });
+        live
+    }
+
     /// Under the run's lock: if the entry at `pos` found at `place` is still live (with tid
     /// `expect`, when given), applies `change` to it (`Some(new tid)`: set the tid; `None`:
     /// delete it) and returns its old tid.
@@ -341,12 +455,23 @@ impl<K: SbKey> Segment<K> {
             let run = self.run(slot).expect("a stored run");
             live += (0..n).filter(|&i| !run.is_dead(i)).count();
             live += run.read_late(|run| {
-                (0..run.late_len())
-                    .filter(|&j| !run.late_is_dead(j))
-                    .count()
+                let mut live = 0;
+                run.late()
+                    .visit(std::ops::Bound::Unbounded, false, false, |_, dead| {
+                        live += usize::from(!dead);
+                        true
+                    });
+                live
             });
         }
-        live
+        live + self.read_spill(|spill| {
+            let mut live = 0;
+            spill.visit(std::ops::Bound::Unbounded, false, false, |_, dead| {
+                live += usize::from(!dead);
+                true
+            });
+            live
+        })
     }
 }
 
@@ -354,7 +479,8 @@ impl<K: SbKey> Segment<K> {
 /// entries `next..end` still to hand out (dead ones included: they are skipped as copied).
 pub struct Part<'s, K: SbKey> {
     run: &'s Run<K>,
-    late: bool,
+    /// The captured late run, by rank, if this part is one.
+    late: Option<Frozen<'s, K>>,
     next: usize,
     end: usize,
     /// Entry `next` and its position while `next < end` (read once per entry or stretch
@@ -366,10 +492,9 @@ impl<K: SbKey> Part<'_, K> {
     /// The part's entry `i` (dead or not).
     #[inline]
     fn entry(&self, i: usize) -> (K, u64) {
-        if self.late {
-            self.run.late_entry(i)
-        } else {
-            self.run.entry(i)
+        match &self.late {
+            Some(late) => late.entry(i),
+            None => self.run.entry(i),
         }
     }
 
@@ -393,10 +518,9 @@ impl<K: SbKey> Part<'_, K> {
     #[inline]
     fn take_one(&mut self, out: &mut Vec<(K, u64)>, pairs: bool) {
         let i = self.next;
-        let dead = if self.late {
-            self.run.late_is_dead(i)
-        } else {
-            self.run.is_dead(i)
+        let dead = match &self.late {
+            Some(late) => late.is_dead(i),
+            None => self.run.is_dead(i),
         };
         if !dead {
             out.push(self.head.0);
@@ -408,10 +532,9 @@ impl<K: SbKey> Part<'_, K> {
     /// Appends the live entries among `next..to` to `out`, moves past them and reads the
     /// next head.
     fn take(&mut self, to: usize, out: &mut Vec<(K, u64)>, pairs: bool) {
-        if self.late {
-            self.run.copy_late(self.next, to, out);
-        } else {
-            self.run.copy_append(self.next, to, out);
+        match &self.late {
+            Some(late) => late.copy(self.next, to, out),
+            None => self.run.copy_append(self.next, to, out),
         }
         self.next = to;
         self.read_head(pairs);
@@ -442,7 +565,7 @@ impl<'s, K: SbKey> Captured<'s, K> {
             .map(|(run, late, end)| {
                 let mut part = Part {
                     run,
-                    late,
+                    late: late.then(|| run.captured_late()),
                     next: 0,
                     end,
                     head: ((K::MIN, 0), Pos::MIN),
@@ -470,7 +593,7 @@ impl<'s, K: SbKey> Captured<'s, K> {
                 // time. Their stretches are short when keys arrive late, and a comparison
                 // of the heads costs less than finding a stretch's end and copying it. (Two
                 // threads' append runs interleave in long stretches: copied below.)
-                if a.late != b.late {
+                if a.late.is_some() != b.late.is_some() {
                     while left > 0 && a.next < a.end && b.next < b.end {
                         if a.head.1 <= b.head.1 {
                             a.take_one(out, pairs);
@@ -591,7 +714,10 @@ impl<K: SbKey> Drop for Segment<K> {
                 .aux
                 .sub(Run::<K>::bytes(self.run_blocks, self.per_block, MAX_RUNS));
         }
-        self.res.aux.sub(Self::bytes());
+        self.spill.free_blocks(&self.res);
+        self.res
+            .aux
+            .sub(Self::bytes(self.run_blocks, self.per_block));
     }
 }
 
@@ -613,7 +739,8 @@ mod tests {
     /// two parts take the two-part way from the start).
     fn merge_runs(n: usize) {
         let res = Resources::new(4096);
-        let runs: Vec<Run<u64>> = (0..n).map(|slot| Run::new(slot, None, 3, 64, 3)).collect();
+        // Blocks of 4 entries: the late runs (of up to 10 blocks) split as they fill.
+        let runs: Vec<Run<u64>> = (0..n).map(|slot| Run::new(slot, None, 40, 4, 3)).collect();
         // The key in two runs: entry 3 of this run's append part, also late in the last run.
         let killed = if n == 3 { 1 } else { 0 };
         let met = 1000 + killed as u64 * 10 + 3;
@@ -637,9 +764,13 @@ mod tests {
                 // the append run's copy was deleted (below).
                 late.push(met);
             }
+            // Inserted from the middle out, so that blocks split in half and at their end.
             late.sort_unstable();
-            for (j, &key) in late.iter().enumerate() {
-                assert!(run.late_insert(j, key, key, &res));
+            let middle = late.len() / 2;
+            let order = late[middle..].iter().chain(late[..middle].iter().rev());
+            for &key in order {
+                let at = run.late_find(Pos::of(key, 0, false), false).unwrap_err();
+                assert!(run.late_insert(at, key, key, &res));
             }
             expected.extend(late.iter().map(|&k| (k, k)));
             run.head.capture();
@@ -652,7 +783,8 @@ mod tests {
             .expect("the met key");
         expected.remove(dead);
         // A late entry deleted, too.
-        runs[0].late_kill(1);
+        let at = runs[0].late_find(Pos::of(12, 0, false), false).unwrap();
+        runs[0].late_kill(at);
         let late_dead = expected
             .iter()
             .position(|&e| e == (12, 12))
@@ -684,6 +816,72 @@ mod tests {
                     assert_eq!(stretch(from, end, |i| i < cut), cut, "{from} {end} {cut}");
                 }
             }
+        }
+    }
+
+    /// A sealed segment's spill: new positions go in (in any order, across block splits),
+    /// a second insert of one replaces its tid, a position the runs hold is left to the
+    /// conversion (a unique index's) or reported (a pair); readers and `live` see the
+    /// spill; closing it hands out every entry in order and refuses later inserts.
+    #[test]
+    fn a_sealed_segment_spills_new_positions_until_closed() {
+        for pairs in [false, true] {
+            let own = super::super::SbTreeOptions::default();
+            let geo = Geometry::new::<u64>(&own, pairs, Some(8), Some(4));
+            let res = Arc::new(Resources::new(geo.block_bytes));
+            let segment = Segment::<u64>::new(1, None, &geo, &res);
+            let run = segment.claim().expect("a run");
+            assert!(run.make_room(0, &res));
+            run.head.widen(1_000u64.to_words(), || 1_000u64.to_words());
+            run.write_entry_for_test(0, 1_000, 7);
+            run.head.publish(1);
+            segment.seal(pairs);
+            let at = |k: u64, t: u64| Pos::of(k, t, pairs);
+            let ran = segment.spill_insert(at(1_000, 8), 1_000, 8, pairs);
+            if pairs {
+                assert_eq!(ran, Some(None), "a new pair of a key the runs hold");
+            } else {
+                assert_eq!(ran, None, "the runs hold the key: wait for the conversion");
+            }
+            let mut model: Vec<(u64, u64)> = if pairs { vec![(1_000, 8)] } else { vec![] };
+            let mut rng = 0x2545_f491_4f6c_dd1du64;
+            for c in 0..300u64 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let key = (rng % 5_000) * 2 + 1;
+                if model.iter().any(|&(k, _)| k == key) {
+                    continue;
+                }
+                assert_eq!(segment.spill_insert(at(key, c), key, c, pairs), Some(None));
+                model.push((key, c));
+            }
+            model.sort_unstable();
+            let (k, t) = model[5];
+            if pairs {
+                let again = segment.spill_insert(at(k, t), k, t, pairs);
+                assert_eq!(again, Some(Some(t)), "the pair is there");
+            } else {
+                let again = segment.spill_insert(at(k, t), k, t + 1_000_000, pairs);
+                assert_eq!(again, Some(Some(t)), "replaced");
+                model[5].1 = t + 1_000_000;
+            }
+            for &(k, t) in &model {
+                assert_eq!(segment.spill_find(at(k, t), pairs), Some(t));
+            }
+            assert_eq!(segment.spill_find(at(2, 0), pairs), None);
+            segment
+                .read_spill(|spill| spill.check(pairs))
+                .expect("a sorted spill");
+            assert_eq!(
+                segment.live(),
+                model.len() + 1,
+                "the run's entry and the spill"
+            );
+            assert_eq!(segment.close_spill(), model);
+            assert_eq!(segment.spill_insert(at(4, 0), 4, 0, pairs), None, "closed");
+            assert_eq!(segment.spill_insert(at(k, t), k, t, pairs), None, "closed");
+            segment.release();
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct Counters {
     pub delayed: StripedCount,
     /// Inserts in the frontier below their run's last append (into a late run).
     pub late: StripedCount,
+    /// Inserts into a sealed segment's spill while it converted.
+    pub spilled: StripedCount,
     /// Inserts that found their position live in another thread's run right after
     /// publishing it (two inserts of one key that met; see `protocol.rs`).
     pub met: StripedCount,
@@ -32,6 +34,9 @@ pub struct SbTreeStats {
     pub delayed_inserts: usize,
     /// Inserts into the frontier below their thread's last key (into the thread's late run).
     pub late_inserts: usize,
+    /// Inserts into a sealed segment's spill while it converted (moved to data blocks at
+    /// the end of the conversion).
+    pub spilled_inserts: usize,
     /// Inserts that met another insert of their position in another thread's run.
     pub met: usize,
     /// Data blocks in the chain.

@@ -58,7 +58,7 @@ pub struct SbTree<K: SbKey> {
     /// Held by the thread converting: conversions go one at a time, in sealing order, and a
     /// thread that must wait for one blocks here instead of spinning (on two cores, a
     /// spinning waiter took the core the converter needed).
-    converting: Mutex<()>,
+    pub converting: Mutex<()>,
     /// The length of `pending` (written under its lock): read without the lock, so the
     /// check every slow-path insert makes touches no lock while few segments wait.
     pending_len: AtomicUsize,
@@ -202,7 +202,13 @@ impl<K: SbKey> SbTree<K> {
                         .data
                         .write(key, Write::Insert { tid, replace: true }, &guard);
                 }
-                Route::Sealed(segment) => segment.seq,
+                Route::Sealed(segment) => match segment.spill_insert(pos, key, tid, pairs) {
+                    Some(done) => {
+                        self.counters.spilled.add(1);
+                        return done;
+                    }
+                    None => segment.seq,
+                },
                 Route::Active(segment) => match self.insert_into(segment, key, tid) {
                     Some(done) => return done,
                     None => continue,
@@ -283,6 +289,7 @@ impl<K: SbKey> SbTree<K> {
                 segment
                     .find(pos, &lengths, self.geo.pairs, None)
                     .map(|(_, tid)| tid)
+                    .or_else(|| segment.spill_find(pos, self.geo.pairs))
             }
         }
     }
@@ -418,8 +425,15 @@ impl<K: SbKey> SbTree<K> {
             wait.wait();
         }
         self.adapt_late_level(entries.remaining());
-        let added = self.data.append(&mut entries, &epoch::pin());
+        let guard = &epoch::pin();
+        let added = self.data.append(&mut entries, guard);
         self.counters.converted.add(added as isize);
+        // The spill's entries after the runs': readers search the spill until the segment
+        // is marked converted, and the data layer from then on.
+        for (key, tid) in segment.close_spill() {
+            self.data
+                .write(key, Write::Insert { tid, replace: true }, guard);
+        }
         segment.converted.store(true, Ordering::Release);
         self.converted.store(segment.seq, Ordering::Release);
         next.prev.store(std::ptr::null_mut(), Ordering::Release);
@@ -436,7 +450,8 @@ impl<K: SbKey> SbTree<K> {
     /// entries later, so it leaves that much room and stays whole instead of splitting.
     fn adapt_late_level(&self, converting: usize) {
         let mut rate = super::lock(&self.late_rate);
-        let delayed = self.counters.delayed.get();
+        // Spilled entries, too, go into the newest blocks at the end of their conversion.
+        let delayed = self.counters.delayed.get() + self.counters.spilled.get();
         let sample = (delayed - rate.delayed) as f64 / converting.max(1) as f64;
         rate.delayed = delayed;
         rate.share = (rate.share + sample) / 2.0;
