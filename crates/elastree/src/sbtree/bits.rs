@@ -4,11 +4,14 @@
 //! no two writers at once); readers load them relaxed and validate what they read the way
 //! they validate the entries themselves.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A fixed number of bits, all clear at first.
 pub struct DeadBits {
     words: Box<[AtomicU64]>,
+    /// Whether any bit was ever set: until one is (until the first delete, which most runs
+    /// never see), range tests and moves cost one load.
+    ever: AtomicBool,
 }
 
 impl DeadBits {
@@ -16,6 +19,7 @@ impl DeadBits {
     pub fn new(bits: usize) -> Self {
         Self {
             words: (0..bits.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            ever: AtomicBool::new(false),
         }
     }
 
@@ -32,6 +36,9 @@ impl DeadBits {
 
     /// Under the owner's lock: sets or clears bit `bit`.
     pub fn set(&self, bit: usize, dead: bool) {
+        if dead {
+            self.ever.store(true, Ordering::Relaxed);
+        }
         let word = &self.words[bit / 64];
         let mask = 1 << (bit % 64);
         let was = word.load(Ordering::Relaxed);
@@ -43,6 +50,9 @@ impl DeadBits {
 
     /// Whether any of the bits `from..to` is set (a word at a time).
     pub fn any(&self, from: usize, to: usize) -> bool {
+        if !self.ever.load(Ordering::Relaxed) {
+            return false;
+        }
         let mut bit = from;
         while bit < to {
             let (word, shift) = (bit / 64, bit % 64);
