@@ -13,7 +13,7 @@ use elastree::hybrid::{HybridIndex, HybridOptions, MergeTrigger};
 use elastree::table::KeySource;
 use elastree::{
     BTreeOptions, Direction, ElasticOptions, Index, IndexBuilder, IndexKind, KeyLen, MidWidth,
-    PageOrganization, SeqTreeOptions,
+    PageOrganization, SbTreeOptions, SeqTreeOptions,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -219,7 +219,18 @@ pub fn tiny(
     max_key_len: usize,
 ) -> IndexBuilder {
     // Two BlindiTree levels even in 4-key SeqTree leaves, so searches use the tree.
-    builder_levels(kind, registry, TINY_BUDGET, Some(2))
+    let builder = builder_levels(kind, registry, TINY_BUDGET, Some(2));
+    // SB-tree segments of 16 tiny blocks (and late runs of 4), so that even a short run
+    // seals segments and splits late blocks again and again.
+    let builder = if kind == IndexKind::SbTree {
+        builder.with_kind(SbTreeOptions {
+            run_blocks: 16,
+            ..SbTreeOptions::default()
+        })
+    } else {
+        builder
+    };
+    builder
         .unique(unique)
         .key_len(keys.key_len())
         .max_key_len(max_key_len)
