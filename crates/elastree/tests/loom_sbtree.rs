@@ -1,6 +1,7 @@
 //! Model checks of the SB-tree's hand-over protocol (`elastree::sbtree::protocol`) with loom:
 //! a thread appending to its run while another seals the segment, readers of an open run,
-//! two threads appending the same key, and a thread joining a segment that is being sealed.
+//! two threads appending the same key, a thread joining a segment that is being sealed, and
+//! an insert into a sealed segment's spill racing its conversion.
 //! Loom explores every interleaving and the reorderings the C++ memory model allows; under
 //! the `loom` feature the protocol's asymmetric barriers are sequentially consistent fences.
 //! Run with `cargo test --workspace --features elastree/loom --test loom_sbtree`.
@@ -204,5 +205,76 @@ fn a_joiner_is_seen_by_the_sealer_or_sees_the_seal() {
                 "an open join in slot {slot} the sealer did not count ({runs})"
             );
         }
+    });
+}
+
+/// The spill of a sealed segment as the model keeps it: its lock's contents.
+#[derive(Default)]
+struct Spill {
+    closed: bool,
+    keys: Vec<u64>,
+}
+
+/// The spill's hand-over, in the steps of `Segment::spill_insert`, `Segment::close_spill` and
+/// `SbTree::convert`: an insert takes the spill's lock and adds its key unless the spill is
+/// closed (then it waits for the conversion and writes the data layer); the conversion closes
+/// the spill and copies its keys to the data layer under the lock (the spill keeps them), then
+/// marks the segment converted; a reader looks in the data layer once the segment is marked
+/// converted, else in the spill. An insert is never lost, and a reader that starts after it
+/// returned finds it whichever way it looks. (Were the conversion to empty the spill as it
+/// copies it, this model fails: a reader that saw the segment unconverted would miss the key.)
+#[test]
+fn a_spilled_insert_survives_a_racing_conversion() {
+    let _limit = time_limit();
+    loom::model(|| {
+        let spill = Arc::new(loom::sync::Mutex::new(Spill::default()));
+        let data = Arc::new(loom::sync::Mutex::new(Vec::<u64>::new()));
+        let converted = Arc::new(AtomicBool::new(false));
+        let inserter = {
+            let (spill, data, converted) = (
+                Arc::clone(&spill),
+                Arc::clone(&data),
+                Arc::clone(&converted),
+            );
+            thread::spawn(move || {
+                {
+                    let mut spill = spill.lock().unwrap();
+                    if !spill.closed {
+                        spill.keys.push(7);
+                        return;
+                    }
+                }
+                // Closed: wait for the conversion, then write the data layer.
+                while !converted.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
+                data.lock().unwrap().push(7);
+            })
+        };
+        let converter = {
+            let (spill, data, converted) = (
+                Arc::clone(&spill),
+                Arc::clone(&data),
+                Arc::clone(&converted),
+            );
+            thread::spawn(move || {
+                {
+                    let mut spill = spill.lock().unwrap();
+                    spill.closed = true;
+                    data.lock().unwrap().extend(spill.keys.iter().copied());
+                }
+                converted.store(true, Ordering::Release);
+            })
+        };
+        inserter.join().unwrap();
+        // A reader after the insert returned, racing the conversion.
+        let found = if converted.load(Ordering::Acquire) {
+            data.lock().unwrap().contains(&7)
+        } else {
+            spill.lock().unwrap().keys.contains(&7)
+        };
+        assert!(found, "a reader after the insert missed it");
+        converter.join().unwrap();
+        assert_eq!(*data.lock().unwrap(), [7], "the key once in the data layer");
     });
 }
