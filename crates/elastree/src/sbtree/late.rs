@@ -25,8 +25,9 @@
 //!
 //! # Invariants
 //!
-//! Everything changes only under the run's lock ([`super::run::Run::mods`]), whose version
-//! readers validate: a reader may see a directory or a block mid-change, so every index it
+//! Everything changes only under its owner's lock (the run's [`super::run::Run::mods`], or
+//! for a sealed segment's spill, which is a late run too, the segment's spill lock), whose
+//! version readers validate: a reader may see a directory or a block mid-change, so every index it
 //! takes from them is clamped to the arrays it indexes and a null block reads as empty.
 //! Blocks are never taken out of the directory or freed while the run lives, and block ids
 //! are the slots' allocation order, so they are distinct and below `used`.

@@ -29,7 +29,10 @@
 //!   [`protocol`] for why two inserts of one key always meet).
 //! * **Late entries in the frontier** (above its lower bound, below the thread's last
 //!   append) go into the thread's late run ([`late`]), sorted blocks under the run's lock.
-//! * **Delayed entries** (below the frontier) go through the search layer to their data
+//! * **Entries for a sealed segment** (below the frontier, above the next older segment's
+//!   lower bound) go into its spill while it converts ([`segment`]), unless they replace a
+//!   tid it holds (those wait for the conversion, then go on as below).
+//! * **Delayed entries** (below every segment) go through the search layer to their data
 //!   block, under its version lock: into the block's late slots while there are some, else
 //!   the block's body is rewritten with them, and split when it no longer fits one body.
 //!   Rewrites and splits take one lock: new blocks are linked to the right, B-link style.
@@ -109,7 +112,7 @@ pub struct Geometry {
     pub kernel: Kernel,
     /// Fan-out of the search layer.
     pub fanout: usize,
-    /// Entries per run block (of an append run or a late run).
+    /// Entries per run block (of an append run; a late run cuts its blocks in four).
     pub run_entries: usize,
     /// Blocks of an append run.
     pub run_blocks: usize,
