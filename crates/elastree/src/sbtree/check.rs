@@ -117,7 +117,7 @@ impl<K: SbKey> SbTree<K> {
                 ));
             }
         }
-        let len = self.len();
+        let len = self.len_unconverting();
         if data_entries + segment_entries != len {
             return Err(format!(
                 "{data_entries} data and {segment_entries} segment entries but len() is {len}"

@@ -485,8 +485,16 @@ impl<K: SbKey> SbTree<K> {
         }
     }
 
-    /// Pairs held (exact when no writer runs).
+    /// Pairs held (exact when no writer runs). Waits for a conversion in progress: one
+    /// counts its entries in the data layer before it unlinks their segment (the maintenance
+    /// thread converts while the caller's writers are quiet).
     pub fn len(&self) -> usize {
+        let _converting = super::lock(&self.converting);
+        self.len_unconverting()
+    }
+
+    /// [`SbTree::len`] for a caller that holds [`SbTree::converting`].
+    pub fn len_unconverting(&self) -> usize {
         let guard = &epoch::pin();
         let mut total = self.data.len();
         let mut segment = self.frontier(guard) as *const Segment<K>;
