@@ -230,12 +230,15 @@ fn a_spilled_insert_survives_a_racing_conversion() {
         let spill = Arc::new(loom::sync::Mutex::new(Spill::default()));
         let data = Arc::new(loom::sync::Mutex::new(Vec::<u64>::new()));
         let converted = Arc::new(AtomicBool::new(false));
-        let inserter = {
-            let (spill, data, converted) = (
+        let shared = || {
+            (
                 Arc::clone(&spill),
                 Arc::clone(&data),
                 Arc::clone(&converted),
-            );
+            )
+        };
+        let inserter = {
+            let (spill, data, converted) = shared();
             thread::spawn(move || {
                 {
                     let mut spill = spill.lock().unwrap();
@@ -252,11 +255,7 @@ fn a_spilled_insert_survives_a_racing_conversion() {
             })
         };
         let converter = {
-            let (spill, data, converted) = (
-                Arc::clone(&spill),
-                Arc::clone(&data),
-                Arc::clone(&converted),
-            );
+            let (spill, data, converted) = shared();
             thread::spawn(move || {
                 {
                     let mut spill = spill.lock().unwrap();

@@ -630,11 +630,9 @@ mod tests {
             let at = late.find(Pos::of(key, 0, false), false).unwrap_err();
             assert!(late.insert(at, key, key, &res), "room for {key}");
         }
+        assert_eq!(late.slots.len(), 16, "4 blocks of 8 entries cut in 16 of 2");
         let at = late.find(Pos::of(99, 0, false), false).unwrap_err();
-        assert!(
-            !late.insert(at, 99, 99, &res),
-            "32 entries fill 4 blocks of 8"
-        );
+        assert!(!late.insert(at, 99, 99, &res), "32 entries fill them");
         late.free_blocks(&res);
     }
 
