@@ -421,6 +421,26 @@ impl<K: SbKey> LateRun<K> {
         }
     }
 
+    /// Live entries.
+    pub fn live(&self) -> usize {
+        let mut live = 0;
+        self.visit(Bound::Unbounded, false, false, |_, dead| {
+            live += usize::from(!dead);
+            true
+        });
+        live
+    }
+
+    /// Appends the live entries to `out`, in position order.
+    pub fn live_entries(&self, out: &mut Vec<(K, u64)>) {
+        self.visit(Bound::Unbounded, false, false, |e, dead| {
+            if !dead {
+                out.push(e);
+            }
+            true
+        });
+    }
+
     /// The late run as it stands, for a reader with no writer about (after
     /// [`LateRun::close`] and the capture): entries by rank.
     pub fn frozen(&self) -> Frozen<'_, K> {
@@ -526,10 +546,11 @@ impl<K: SbKey> Frozen<'_, K> {
         self.late.entry(self.place(i))
     }
 
-    /// Whether the entry of rank `i` is dead.
+    /// The entry of rank `i` and whether it is dead.
     #[inline]
-    pub fn is_dead(&self, i: usize) -> bool {
-        self.late.is_dead(self.place(i))
+    pub fn marked(&self, i: usize) -> Marked<K> {
+        let at = self.place(i);
+        (self.late.entry(at), self.late.is_dead(at))
     }
 
     /// Appends the live entries of ranks `from..to` to `out`.
@@ -600,7 +621,8 @@ mod tests {
                 let frozen = late.frozen();
                 assert_eq!(frozen.len(), model.len());
                 for (i, &(k, d)) in model.iter().enumerate() {
-                    assert_eq!((frozen.entry(i), frozen.is_dead(i)), ((k, k + 1), d));
+                    assert_eq!(frozen.marked(i), ((k, k + 1), d));
+                    assert_eq!(frozen.entry(i), (k, k + 1));
                 }
                 let mut live = Vec::new();
                 frozen.copy(0, frozen.len(), &mut live);

@@ -200,11 +200,7 @@ impl<K: SbKey> Run<K> {
 
     /// Takes [`Run::mods`] (a run is never obsolete, so the lock never refuses).
     pub fn lock(&self) -> WriteGuard<'_> {
-        loop {
-            if let Ok(lock) = self.mods.lock() {
-                return lock;
-            }
-        }
+        self.mods.lock_live()
     }
 
     /// Entries the append run has room for.
@@ -398,15 +394,7 @@ impl<K: SbKey> Run<K> {
     /// Reads the late run with `read` under an optimistic version of [`Run::mods`], retrying
     /// until the read validates.
     pub fn read_late<R>(&self, mut read: impl FnMut(&Self) -> R) -> R {
-        loop {
-            let Ok(version) = self.mods.read_begin() else {
-                continue;
-            };
-            let result = read(self);
-            if version.validate().is_ok() {
-                return result;
-            }
-        }
+        self.mods.read_validated(|| read(self))
     }
 
     /// Owner, under [`Run::mods`]: inserts `(key, tid)` into the late run at `at`; `false`

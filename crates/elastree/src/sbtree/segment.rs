@@ -315,15 +315,7 @@ impl<K: SbKey> Segment<K> {
     /// Reads the spill with `read` under an optimistic version of its lock, retrying until
     /// the read validates.
     pub fn read_spill<R>(&self, mut read: impl FnMut(&LateRun<K>) -> R) -> R {
-        loop {
-            let Ok(version) = self.spill_lock.read_begin() else {
-                continue;
-            };
-            let result = read(&self.spill);
-            if version.validate().is_ok() {
-                return result;
-            }
-        }
+        self.spill_lock.read_validated(|| read(&self.spill))
     }
 
     /// Whether the spill holds anything (dead entries included).
@@ -336,11 +328,7 @@ impl<K: SbKey> Segment<K> {
     /// insert must wait for the conversion instead (the spill is closed or full there, or a
     /// unique index's runs hold the key: its tid changes in the data layer).
     pub fn spill_insert(&self, pos: Pos<K>, key: K, tid: u64, pairs: bool) -> Option<Option<u64>> {
-        let _lock = loop {
-            if let Ok(lock) = self.spill_lock.lock() {
-                break lock;
-            }
-        };
+        let _lock = self.spill_lock.lock_live();
         if self.spill.is_closed() {
             // Its entries are (being) written to the data layer: so is this one, after them.
             return None;
@@ -373,20 +361,10 @@ impl<K: SbKey> Segment<K> {
     /// The conversion, after appending the runs' entries: closes the spill and returns its
     /// live entries, in position order.
     pub fn close_spill(&self) -> Vec<(K, u64)> {
-        let _lock = loop {
-            if let Ok(lock) = self.spill_lock.lock() {
-                break lock;
-            }
-        };
+        let _lock = self.spill_lock.lock_live();
         self.spill.close();
-        let mut live: Vec<(K, u64)> = Vec::new();
-        self.spill
-            .visit(std::ops::Bound::Unbounded, false, false, |e, dead| {
-                if !dead {
-                    live.push(e);
-                }
-                true
-            });
+        let mut live = Vec::new();
+        self.spill.live_entries(&mut live);
         live
     }
 
@@ -454,24 +432,9 @@ impl<K: SbKey> Segment<K> {
         for (slot, n) in self.committed_lengths() {
             let run = self.run(slot).expect("a stored run");
             live += (0..n).filter(|&i| !run.is_dead(i)).count();
-            live += run.read_late(|run| {
-                let mut live = 0;
-                run.late()
-                    .visit(std::ops::Bound::Unbounded, false, false, |_, dead| {
-                        live += usize::from(!dead);
-                        true
-                    });
-                live
-            });
+            live += run.read_late(|run| run.late().live());
         }
-        live + self.read_spill(|spill| {
-            let mut live = 0;
-            spill.visit(std::ops::Bound::Unbounded, false, false, |_, dead| {
-                live += usize::from(!dead);
-                true
-            });
-            live
-        })
+        live + self.read_spill(LateRun::live)
     }
 }
 
@@ -483,9 +446,9 @@ pub struct Part<'s, K: SbKey> {
     late: Option<Frozen<'s, K>>,
     next: usize,
     end: usize,
-    /// Entry `next` and its position while `next < end` (read once per entry or stretch
-    /// taken, not once per part and stretch).
-    head: ((K, u64), Pos<K>),
+    /// Entry `next`, its position and whether it is dead, while `next < end` (read once
+    /// per entry or stretch taken, not once per part and stretch).
+    head: ((K, u64), Pos<K>, bool),
 }
 
 impl<K: SbKey> Part<'_, K> {
@@ -509,23 +472,23 @@ impl<K: SbKey> Part<'_, K> {
     #[inline]
     fn read_head(&mut self, pairs: bool) {
         if self.next < self.end {
-            let (key, tid) = self.entry(self.next);
-            self.head = ((key, tid), Pos::of(key, tid, pairs));
+            let i = self.next;
+            // A late entry's rank is looked up once for both.
+            let ((key, tid), dead) = match &self.late {
+                Some(late) => late.marked(i),
+                None => (self.run.entry(i), self.run.is_dead(i)),
+            };
+            self.head = ((key, tid), Pos::of(key, tid, pairs), dead);
         }
     }
 
     /// Appends entry `next` to `out` if it is live, moves past it and reads the next head.
     #[inline]
     fn take_one(&mut self, out: &mut Vec<(K, u64)>, pairs: bool) {
-        let i = self.next;
-        let dead = match &self.late {
-            Some(late) => late.is_dead(i),
-            None => self.run.is_dead(i),
-        };
-        if !dead {
+        if !self.head.2 {
             out.push(self.head.0);
         }
-        self.next = i + 1;
+        self.next += 1;
         self.read_head(pairs);
     }
 
@@ -568,7 +531,7 @@ impl<'s, K: SbKey> Captured<'s, K> {
                     late: late.then(|| run.captured_late()),
                     next: 0,
                     end,
-                    head: ((K::MIN, 0), Pos::MIN),
+                    head: ((K::MIN, 0), Pos::MIN, false),
                 };
                 part.read_head(pairs);
                 part

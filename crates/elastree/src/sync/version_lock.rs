@@ -97,6 +97,31 @@ impl VersionLock {
         }
     }
 
+    /// [`VersionLock::lock`] for a lock that is never made obsolete (it guards something that
+    /// is never unlinked while reachable): always succeeds.
+    pub fn lock_live(&self) -> WriteGuard<'_> {
+        loop {
+            if let Ok(guard) = self.lock() {
+                return guard;
+            }
+        }
+    }
+
+    /// Runs `read` under an optimistic version of a lock that is never made obsolete, again
+    /// until the version validates, and returns the validated result. `read` must tolerate
+    /// torn state (clamp what it indexes with) and must not trust it before this returns.
+    pub fn read_validated<R>(&self, mut read: impl FnMut() -> R) -> R {
+        loop {
+            let Ok(version) = self.read_begin() else {
+                continue;
+            };
+            let result = read();
+            if version.validate().is_ok() {
+                return result;
+            }
+        }
+    }
+
     /// Whether the obsolete bit is set (the node was unlinked).
     pub fn is_obsolete(&self) -> bool {
         self.word.load(Ordering::Acquire) & OBSOLETE != 0
