@@ -8,9 +8,9 @@
 //!
 //! Arguments: `[key set] [keys] [pages: base|prefix|prefix-split|btreemap] [rounds] [mid-key
 //! bytes: 4|8] [phases]` (default `email 200000 prefix-split 1 8 lookup,scan`; the load always
-//! runs). Each phase is a function of its own (`load`, `lookups`, `scans`; with `btreemap`,
-//! `std::collections::BTreeMap<Vec<u8>, u64>` instead of the tree: `map_load`, `map_lookups`,
-//! `map_scans`), so `--toggle-collect` counts one of them; timings are printed too, for a
+//! runs); environment `LEAF_CAP`: the most entries of a leaf. Each phase is a function of its
+//! own (`load`, `lookups`, `scans`; with `btreemap`, `std::collections::BTreeMap<Vec<u8>, u64>`
+//! instead of the tree: `map_load`, `map_lookups`, `map_scans`), so `--toggle-collect` counts one of them; timings are printed too, for a
 //! quick look (on this shared machine, compare versions by instruction counts).
 
 use std::collections::BTreeMap;
@@ -54,10 +54,12 @@ fn main() {
         mid_key,
         ..BTreeOptions::default().pages(pages)
     };
-    let index = IndexBuilder::new(options)
-        .key_len(key_len)
-        .build()
-        .expect("build");
+    let mut builder = IndexBuilder::new(options).key_len(key_len);
+    // Environment `LEAF_CAP`: the most entries of a leaf (the tree's default without it).
+    if let Ok(entries) = std::env::var("LEAF_CAP") {
+        builder = builder.leaf_capacity(entries.parse().expect("LEAF_CAP: entries"));
+    }
+    let index = builder.build().expect("build");
     let bytes: Vec<Vec<u8>> = (0..keys.len()).map(|i| keys.key(i).to_bytes()).collect();
     let secs = |start: Instant| start.elapsed().as_secs_f64();
     if map_only {
