@@ -10,7 +10,8 @@
 //! (`SEPARATE=1`: each thread loads an index of its own, sharing nothing with the others,
 //! with the first `keys / n` keys, and the run ends after the load); `YIELD=1`
 //! has each yield after every batch (under valgrind, which runs one thread at a time, the
-//! threads then take turns batch by batch, as they interleave on two cores). The CPU
+//! threads then take turns batch by batch, as they interleave on two cores);
+//! `RUN_BLOCKS=b` sets the SB-tree's blocks per run (its segment size). The CPU
 //! time per key of each inserting thread and of the maintenance thread over the load goes
 //! to standard error (Linux).
 
@@ -18,7 +19,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen};
+use elastree::{Direction, Index, IndexBuilder, IndexKind, KeyLen, SbTreeOptions};
 use elastree_bench::keys::{Key, KeySetKind};
 
 /// A small xorshift generator for the probe positions (repeatable, no statistics needed).
@@ -113,12 +114,7 @@ fn load(index: &dyn Index, keys: &[[u8; 8]], threads: usize) -> (f64, Vec<f64>) 
 /// position), all at once; returns the total Mops/s.
 fn load_separately(kind: IndexKind, keys: &[[u8; 8]], threads: usize) -> f64 {
     let indexes: Vec<Box<dyn Index>> = (0..threads)
-        .map(|_| {
-            IndexBuilder::new(kind)
-                .key_len(KeyLen::Fixed(8))
-                .build()
-                .expect("build")
-        })
+        .map(|_| builder(kind).build().expect("build"))
         .collect();
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -131,6 +127,19 @@ fn load_separately(kind: IndexKind, keys: &[[u8; 8]], threads: usize) -> f64 {
         }
     });
     (keys.len() * threads) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+/// A builder of `kind` for 8-byte keys; an SB-tree's `run_blocks` from the environment's
+/// `RUN_BLOCKS` when set.
+fn builder(kind: IndexKind) -> IndexBuilder {
+    let builder = IndexBuilder::new(kind).key_len(KeyLen::Fixed(8));
+    match std::env::var("RUN_BLOCKS") {
+        Ok(blocks) if kind == IndexKind::SbTree => builder.with_kind(SbTreeOptions {
+            run_blocks: blocks.parse().expect("RUN_BLOCKS: blocks"),
+            ..SbTreeOptions::default()
+        }),
+        _ => builder,
+    }
 }
 
 fn main() {
@@ -146,10 +155,7 @@ fn main() {
         println!("{kind}: {threads} separate indexes, load {mops:.2} Mops/s in all");
         return;
     }
-    let index = IndexBuilder::new(kind)
-        .key_len(KeyLen::Fixed(8))
-        .build()
-        .expect("build");
+    let index = builder(kind).build().expect("build");
     let maintainer_before: f64 = threads_cpu()
         .iter()
         .filter(|(name, _)| name.starts_with("sbtree-maint"))
