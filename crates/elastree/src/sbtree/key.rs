@@ -262,18 +262,42 @@ pub const fn entry_words<K: SbKey>() -> usize {
     K::BYTES / 8 + 1
 }
 
-/// The entry in `slot` ([`entry_words`] words; may be torn under a concurrent writer).
+/// The key of the entry in `slot` ([`entry_words`] words; may be torn under a concurrent
+/// writer).
 #[inline]
-pub fn load_entry<K: SbKey>(slot: &[AtomicU64]) -> (K, u64) {
-    let key = if K::BYTES == 8 {
+fn load_key<K: SbKey>(slot: &[AtomicU64]) -> K {
+    if K::BYTES == 8 {
         K::from_words([0, slot[0].load(Ordering::Relaxed)])
     } else {
         K::from_words([
             slot[0].load(Ordering::Relaxed),
             slot[1].load(Ordering::Relaxed),
         ])
-    };
-    (key, slot[entry_words::<K>() - 1].load(Ordering::Relaxed))
+    }
+}
+
+/// The entry in `slot` ([`entry_words`] words; may be torn under a concurrent writer).
+#[inline]
+pub fn load_entry<K: SbKey>(slot: &[AtomicU64]) -> (K, u64) {
+    (
+        load_key(slot),
+        slot[entry_words::<K>() - 1].load(Ordering::Relaxed),
+    )
+}
+
+/// The position of the entry in `slot` (as [`load_entry`]), its tid read only in an index
+/// that orders by tid (`pairs`): a unique index's searches compare keys alone, one load
+/// per probe.
+#[inline]
+pub fn load_pos<K: SbKey>(slot: &[AtomicU64], pairs: bool) -> Pos<K> {
+    Pos {
+        key: load_key(slot),
+        tid: if pairs {
+            slot[entry_words::<K>() - 1].load(Ordering::Relaxed)
+        } else {
+            0
+        },
+    }
 }
 
 /// Stores the entry `(key, tid)` in `slot` (relaxed: the caller's lock or publication

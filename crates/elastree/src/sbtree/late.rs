@@ -37,7 +37,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::bits::DeadBits;
-use super::key::{entry_words, load_entry, store_entry, Pos, SbKey};
+use super::key::{entry_words, load_entry, load_pos, store_entry, Pos, SbKey};
 use super::Resources;
 
 /// An entry and whether it is dead.
@@ -172,8 +172,7 @@ impl<K: SbKey> LateRun<K> {
     }
 
     fn sep(&self, slot: usize, pairs: bool) -> Pos<K> {
-        let (k, t) = load_entry(self.sep_words(slot));
-        Pos::of(k, t, pairs)
+        load_pos(self.sep_words(slot), pairs)
     }
 
     /// The dead bit of entry `j` of the block in `slot`.
@@ -211,8 +210,7 @@ impl<K: SbKey> LateRun<K> {
         let (mut lo, mut hi) = (0, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let (k, t) = load_entry(self.words(block, mid));
-            match Pos::of(k, t, pairs).cmp(&pos) {
+            match load_pos(self.words(block, mid), pairs).cmp(&pos) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(LatePlace { slot, j: mid }),

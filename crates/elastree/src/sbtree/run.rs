@@ -29,7 +29,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use super::bits::DeadBits;
-use super::key::{entry_words, interpolate, load_entry, store_entry, Pos, SbKey};
+use super::key::{entry_words, interpolate, load_entry, load_pos, store_entry, Pos, SbKey};
 use super::late::{Frozen, LatePlace, LateRun};
 use super::protocol::RunHead;
 use super::Resources;
@@ -252,10 +252,7 @@ impl<K: SbKey> Run<K> {
     /// halving (a late insert's look for its key in the append run missed the cache on most
     /// of them). A poor guess costs at most twice a binary search's probes.
     pub fn find(&self, pos: Pos<K>, n: usize, pairs: bool) -> Result<usize, usize> {
-        let cmp = |i: usize| {
-            let (k, t) = self.entry(i);
-            Pos::of(k, t, pairs).cmp(&pos)
-        };
+        let cmp = |i: usize| load_pos(self.append_slot(i), pairs).cmp(&pos);
         let (mut lo, mut hi) = (0, n);
         if n >= INTERPOLATE_FROM {
             let guess = interpolate(self.entry(0).0, self.entry(n - 1).0, pos.key, n - 1);
