@@ -220,3 +220,44 @@ fn sealing_sees_every_admitted_write() {
         );
     });
 }
+
+/// The B+-tree's insert finger (`btree/finger.rs`): a thread follows a node remembered from
+/// an earlier operation only if the tree's count of retired inner nodes is unchanged, read
+/// after pinning; a writer that unlinks the node counts it before handing it to the
+/// collector, which frees it only once no thread pinned before the hand-over is still
+/// pinned. The collector is modelled by its promise (a pin is a flag set with a full fence;
+/// the free waits until the flag is clear); what the model checks is the count's place in
+/// it: a reader that trusts the count never reads a freed node. Counting after the
+/// hand-over makes it fail.
+#[test]
+fn a_finger_is_followed_only_while_its_node_lives() {
+    let _limit = time_limit();
+    loom::model(|| {
+        let retires = Arc::new(AtomicU64::new(0));
+        let pinned = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        // 1 while the node is allocated, 0 once freed.
+        let alive = Arc::new(AtomicU64::new(1));
+        // The count when the finger was taken (an earlier operation's descent).
+        let remembered = 0;
+        let writer = {
+            let (retires, pinned, alive) = (retires.clone(), pinned.clone(), alive.clone());
+            thread::spawn(move || {
+                // Unlink, count, then hand the node over: the collector frees it once no
+                // thread is pinned.
+                retires.fetch_add(1, Ordering::SeqCst);
+                loom::sync::atomic::fence(Ordering::SeqCst);
+                while pinned.load(Ordering::SeqCst) {
+                    thread::yield_now();
+                }
+                alive.store(0, Ordering::Relaxed);
+            })
+        };
+        pinned.store(true, Ordering::SeqCst);
+        loom::sync::atomic::fence(Ordering::SeqCst);
+        if retires.load(Ordering::SeqCst) == remembered {
+            assert_eq!(alive.load(Ordering::Relaxed), 1, "followed a freed node");
+        }
+        pinned.store(false, Ordering::SeqCst);
+        writer.join().unwrap();
+    });
+}

@@ -88,19 +88,26 @@ impl Mine {
     }
 }
 
-/// How the writers write: the share of inserts among their operations, and whether each
-/// first inserts every key it owns (so that a run of mostly removes empties pages).
+/// How the writers write: the share of inserts among their operations, whether each first
+/// inserts every key it owns (so that a run of mostly removes empties pages), and whether
+/// they write in bursts of neighbouring keys (`burst` operations at a time on `burst` of their
+/// keys in a row, a tenant's rows or a time range; 0: every key drawn from all of them).
 #[derive(Clone, Copy)]
 struct Mix {
     inserts: f64,
     preload: bool,
+    burst: u64,
 }
 
 /// The mix of most tests: 60% inserts, from an index holding the stable keys only.
 const MIXED: Mix = Mix {
     inserts: 0.6,
     preload: false,
+    burst: 0,
 };
+
+/// [`MIXED`] in bursts of 64 operations on 64 neighbouring keys of the writer's.
+const BURSTS: Mix = Mix { burst: 64, ..MIXED };
 
 /// Writer `w`'s run: random inserts and removes of the keys it owns (in `mix`), each result
 /// checked against what it wrote before. Writer 0 also forces merges of a hybrid index.
@@ -119,6 +126,7 @@ fn write(
     let ops = scaled(OPS_PER_WRITER);
     let mut rng = StdRng::seed_from_u64(seed * 1000 + w);
     let mut mine = Mine::default();
+    let mut burst_start = 0;
     let owned = (0..KEYS_PER_WRITER).map(|i| i * WRITERS + w);
     for k in owned.filter(|k| mix.preload && k % STABLE_EVERY != 0) {
         let key = encode(enc, k);
@@ -145,7 +153,15 @@ fn write(
         }
         // Writer w owns keys k with k % WRITERS == w: interleaved with the others, so all
         // writers hit the same leaves.
-        let k = rng.gen_range(0..KEYS_PER_WRITER) * WRITERS + w;
+        let i = if mix.burst == 0 {
+            rng.gen_range(0..KEYS_PER_WRITER)
+        } else {
+            if op % mix.burst == 0 {
+                burst_start = rng.gen_range(0..KEYS_PER_WRITER - mix.burst);
+            }
+            burst_start + rng.gen_range(0..mix.burst)
+        };
+        let k = i * WRITERS + w;
         if k % STABLE_EVERY == 0 {
             continue;
         }
@@ -292,6 +308,16 @@ fn run(kind: IndexKind, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
 
 /// [`run`] with `shape` applied to the builder.
 fn run_shaped(kind: IndexKind, shape: Shape, unique: bool, key_len: KeyLen, tiny: bool, enc: Enc) {
+    run_mix(kind, shape, (unique, key_len, tiny, enc), MIXED);
+}
+
+/// [`run_shaped`] with the writers' `mix`.
+fn run_mix(
+    kind: IndexKind,
+    shape: Shape,
+    (unique, key_len, tiny, enc): (bool, KeyLen, bool, Enc),
+    mix: Mix,
+) {
     if !kind.takes_key_len(key_len) {
         return;
     }
@@ -313,7 +339,7 @@ fn run_shaped(kind: IndexKind, shape: Shape, unique: bool, key_len: KeyLen, tiny
             b
         };
         let built = Built::new(&shape(b, tiny));
-        stress(&built, &registry, enc, seed, MIXED, &what);
+        stress(&built, &registry, enc, seed, mix, &what);
         if let Some(stats) = built.index().stats_as::<ElasticStats>() {
             // The race ran through conversions, not around them.
             assert!(
@@ -392,6 +418,21 @@ fn every_page_organization_variable_keys() {
     }
 }
 
+/// Writers in bursts of neighbouring keys (a tenant's rows, a time range) on the B+-tree's
+/// optimized pages: most inserts start at the writer's insert finger, a page above the
+/// leaves, while pages split and merge (and inner pages are retired) under it.
+#[test]
+fn page_writers_in_bursts_of_neighbouring_keys() {
+    let _limit = time_limit();
+    let shapes: [Shape; 2] = [prefix_pages, prefix_split_pages];
+    for (unique, tiny) in [(true, true), (false, true), (true, false)] {
+        for shape in shapes {
+            let config = (unique, KeyLen::Variable, tiny, Enc::Var);
+            run_mix(IndexKind::BTree, shape, config, BURSTS);
+        }
+    }
+}
+
 /// The Bw-tree with the smallest pages and chains of 2 deltas (the tests above run it with
 /// 4-entry pages and default chains): consolidations, splits, root growth and helped index
 /// entries race the writers and scanners all the time.
@@ -434,6 +475,7 @@ fn bwtree_delete_heavy_tiny_pages() {
     let mix = Mix {
         inserts: 0.3,
         preload: true,
+        burst: 0,
     };
     for (unique, key_len, enc) in [
         (true, KeyLen::Fixed(8), Enc::Fixed8),

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
+use super::finger::Recall;
 use super::policy::{LeafPolicy, Overflow};
 use super::{Tree, Visit};
 use crate::node::NodeHeader;
@@ -20,6 +21,14 @@ pub(super) enum Split {
     /// In the middle, then halve both nodes' capacity (an elastic SeqTree leaf going back
     /// towards standard leaves).
     Halving,
+}
+
+/// Where an insert attempt starts.
+enum Start<'g> {
+    /// At the thread's finger (a leaf's parent) and its child on the key's path.
+    Finger(Visit<'g>, Visit<'g>),
+    /// At the root, remembering the level-1 node passed for the next insert or not.
+    Root { remember: bool },
 }
 
 /// What an insert attempt did.
@@ -79,8 +88,19 @@ impl<R: LeafPolicy> Tree<R> {
         may_sweep: bool,
         guard: &Guard,
     ) -> Result<Attempt, Restart> {
-        let mut visit = self.read_root(guard)?;
+        // From the thread's finger (a leaf's parent), or from the root, remembering the
+        // level-1 node passed.
         let mut parent: Option<Visit<'_>> = None;
+        let (mut visit, retires) = match self.finger_start(key, guard) {
+            Start::Finger(finger, child) => {
+                parent = Some(finger);
+                (child, None)
+            }
+            Start::Root { remember } => {
+                let retires = remember.then(|| self.fingers.retires());
+                (self.read_root(guard)?, retires)
+            }
+        };
         while !visit.node.is_leaf() {
             if !R::has_room(visit.node, &self.config, None) {
                 // Split full inner nodes on the way down, so the parent of any node we
@@ -90,6 +110,10 @@ impl<R: LeafPolicy> Tree<R> {
             }
             let slot = self.child_slot(visit.node, key);
             let child = Self::step(&visit, self.child_at(visit.node, slot))?;
+            if let Some(retires) = retires.filter(|_| visit.node.level() == 1) {
+                // Validated by the step: reachable, not obsolete.
+                self.fingers.remember(visit.node, retires);
+            }
             parent = Some(visit);
             visit = child;
         }
@@ -162,6 +186,47 @@ impl<R: LeafPolicy> Tree<R> {
         };
         self.split_or_make_room(key, parent, leaf, how, guard)?;
         Ok(Attempt::Again)
+    }
+
+    /// Where the thread's insert finger (`finger.rs`) lets an insert of `key` start: at its
+    /// level-1 node, read at a validated version, and the child of it on `key`'s path, if
+    /// the node has room for a separator and `key` falls between two of its separators
+    /// (which lie within its bounds, so the node is the one on `key`'s path); else at the
+    /// root.
+    #[inline]
+    fn finger_start<'g>(&self, key: R::Probe<'_>, guard: &'g Guard) -> Start<'g> {
+        if !R::INSERT_FINGER {
+            return Start::Root { remember: false };
+        }
+        let node = match self.fingers.recall(guard) {
+            Recall::Node(node) => node,
+            Recall::Nothing => return Start::Root { remember: true },
+            Recall::Resting => return Start::Root { remember: false },
+        };
+        let start = node.lock.read_begin().ok().and_then(|read| {
+            if node.level() != 1 || !R::has_room(node, &self.config, None) {
+                return None;
+            }
+            let finger = Visit { node, read };
+            // Not the leftmost child (`None`) nor the last: the key lies between two
+            // separators of the node.
+            let slot = self.child_slot(node, key)?;
+            if slot + 1 >= R::count(node, &self.config) {
+                return None;
+            }
+            let child = Self::step(&finger, self.child_at(node, Some(slot))).ok()?;
+            Some((finger, child))
+        });
+        match start {
+            Some((finger, child)) => {
+                self.fingers.hit();
+                Start::Finger(finger, child)
+            }
+            None => {
+                self.fingers.missed();
+                Start::Root { remember: true }
+            }
+        }
     }
 
     /// Splits `node` (leaf or inner) in two, posting the separator to `parent`, or growing a

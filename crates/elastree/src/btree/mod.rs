@@ -21,6 +21,7 @@
 
 mod check;
 mod elastic;
+mod finger;
 mod index;
 mod insert;
 pub mod policy;
@@ -77,6 +78,8 @@ pub struct Tree<R: LeafPolicy> {
     config: R::Config,
     bytes: Arc<NodeBytes>,
     len: StripedCount,
+    /// The tree's side of its threads' insert fingers (`finger.rs`).
+    fingers: finger::Fingers,
     _repr: PhantomData<R>,
 }
 
@@ -104,6 +107,7 @@ impl<R: LeafPolicy> Tree<R> {
             config,
             bytes: Arc::new(NodeBytes::default()),
             len: StripedCount::default(),
+            fingers: finger::Fingers::new(),
             _repr: PhantomData,
         };
         let leaf = tree.alloc_node(0);
@@ -190,6 +194,10 @@ impl<R: LeafPolicy> Tree<R> {
 
     /// Hands an unlinked node to the epoch collector.
     fn retire(&self, node: &NodeHeader, guard: &Guard) {
+        if node.level() > 0 {
+            // Before the collector gets it: a finger to it is then never followed.
+            self.fingers.inner_retired();
+        }
         let node = NonNull::from(node);
         let config = self.config.clone();
         let bytes = Arc::clone(&self.bytes);

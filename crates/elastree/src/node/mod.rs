@@ -412,6 +412,11 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     #[inline]
     fn prefetch_keys(_node: &NodeHeader, _config: &Self::Config, _from: usize, _to: usize) {}
 
+    /// Whether trees of this representation start inserts at the thread's insert finger
+    /// (`btree/finger.rs`) when they can: on for the optimized pages, whose clustered
+    /// inserts (a tenant's or a table's keys under one prefix) it was measured on.
+    const INSERT_FINGER: bool = false;
+
     /// Bytes the representation holds outside the nodes the tree counts (counted as
     /// leaves).
     #[inline]

@@ -333,6 +333,8 @@ unsafe impl NodeRepr for PageRepr {
         Page::of(node, config.form).values[i].store(value, std::sync::atomic::Ordering::Release);
     }
 
+    const INSERT_FINGER: bool = true;
+
     fn has_room(node: &NodeHeader, config: &PageConfig, probe: Option<VarProbe<'_>>) -> bool {
         match config.common_form() {
             Some(common) => edit::has_room(node, &common, probe),
