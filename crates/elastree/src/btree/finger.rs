@@ -28,10 +28,10 @@
 //! child) costs it an insert or two from the root.
 //!
 //! Measured on `prefix28` keys (a tenant's 1,000 keys at a time, in random order), 2M keys:
-//! 3,384 -> 2,975 instructions per insert (`valgrind --tool=callgrind
+//! 3,384 -> 2,949 instructions per insert (`valgrind --tool=callgrind
 //! --toggle-collect='page_paths::load' target/release/examples/page_paths prefix28 2000000
-//! prefix-split 1 8 none`), loads 3.30 -> 3.60 Mops/s; random `email` inserts 3,492 -> 3,550
-//! instructions (+1.7%), their time within this machine's noise.
+//! prefix-split 1 8 none`), loads 3.40 -> 3.63 Mops/s (medians of three runs in turns);
+//! random `email` inserts (1M keys) 3,492 -> 3,525 instructions (+0.9%).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
