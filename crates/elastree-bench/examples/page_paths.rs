@@ -8,10 +8,11 @@
 //!
 //! Arguments: `[key set] [keys] [pages: base|prefix|prefix-split|btreemap] [rounds] [mid-key
 //! bytes: 4|8] [phases]` (default `email 200000 prefix-split 1 8 lookup,scan`; the load always
-//! runs); environment `LEAF_CAP`: the most entries of a leaf. Each phase is a function of its
-//! own (`load`, `lookups`, `scans`; with `btreemap`, `std::collections::BTreeMap<Vec<u8>, u64>`
-//! instead of the tree: `map_load`, `map_lookups`, `map_scans`), so `--toggle-collect` counts one of them; timings are printed too, for a
-//! quick look (on this shared machine, compare versions by instruction counts).
+//! runs); environment `LEAF_CAP`: the most entries of a leaf, `SORTED`: load the keys in
+//! ascending order. Each phase is a function of its own (`load`, `lookups`, `scans`; with
+//! `btreemap`, `std::collections::BTreeMap<Vec<u8>, u64>` instead of the tree: `map_load`,
+//! `map_lookups`, `map_scans`), so `--toggle-collect` counts one of them; timings are printed
+//! too, for a quick look (on this shared machine, compare versions by instruction counts).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -60,7 +61,11 @@ fn main() {
         builder = builder.leaf_capacity(entries.parse().expect("LEAF_CAP: entries"));
     }
     let index = builder.build().expect("build");
-    let bytes: Vec<Vec<u8>> = (0..keys.len()).map(|i| keys.key(i).to_bytes()).collect();
+    let mut bytes: Vec<Vec<u8>> = (0..keys.len()).map(|i| keys.key(i).to_bytes()).collect();
+    // Environment `SORTED`: load the keys in ascending order (an append-only stream).
+    if std::env::var_os("SORTED").is_some() {
+        bytes.sort_unstable();
+    }
     let secs = |start: Instant| start.elapsed().as_secs_f64();
     if map_only {
         run_map(kind.name(), &bytes, lookup_rounds, scan_rounds);

@@ -191,8 +191,8 @@ impl<R: LeafPolicy> Tree<R> {
     /// Where the thread's insert finger (`finger.rs`) lets an insert of `key` start: at its
     /// level-1 node, read at a validated version, and the child of it on `key`'s path, if
     /// the node has room for a separator and `key` falls between two of its separators
-    /// (which lie within its bounds, so the node is the one on `key`'s path); else at the
-    /// root.
+    /// (which lie within its bounds, so the node is the one on `key`'s path), or past the
+    /// last one and below its high fence; else at the root.
     #[inline]
     fn finger_start<'g>(&self, key: R::Probe<'_>, guard: &'g Guard) -> Start<'g> {
         if !R::INSERT_FINGER {
@@ -208,10 +208,12 @@ impl<R: LeafPolicy> Tree<R> {
                 return None;
             }
             let finger = Visit { node, read };
-            // Not the leftmost child (`None`) nor the last: the key lies between two
-            // separators of the node.
+            // Not the leftmost child (`None`): the key lies between two separators of the
+            // node, or past the last one and below the node's high fence (ascending keys).
             let slot = self.child_slot(node, key)?;
-            if slot + 1 >= R::count(node, &self.config) {
+            if slot + 1 >= R::count(node, &self.config)
+                && !R::below_high_fence(node, &self.config, key)
+            {
                 return None;
             }
             let child = Self::step(&finger, self.child_at(node, Some(slot))).ok()?;

@@ -417,6 +417,20 @@ pub unsafe trait NodeRepr: Send + Sync + Sized + 'static {
     /// inserts (a tenant's or a table's keys under one prefix) it was measured on.
     const INSERT_FINGER: bool = false;
 
+    /// Whether `probe` lies below `node`'s high fence (the bound its keys stay below; a node
+    /// without one, the rightmost of its level, bounds nothing): how an insert finger takes
+    /// a key past the node's last separator (a stream of ascending keys). Read under an
+    /// optimistic version; must tolerate torn contents. Representations that keep no fences
+    /// answer `false`.
+    #[inline]
+    fn below_high_fence(
+        _node: &NodeHeader,
+        _config: &Self::Config,
+        _probe: Self::Probe<'_>,
+    ) -> bool {
+        false
+    }
+
     /// Bytes the representation holds outside the nodes the tree counts (counted as
     /// leaves).
     #[inline]

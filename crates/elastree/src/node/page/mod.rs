@@ -335,6 +335,12 @@ unsafe impl NodeRepr for PageRepr {
 
     const INSERT_FINGER: bool = true;
 
+    fn below_high_fence(node: &NodeHeader, config: &PageConfig, probe: VarProbe<'_>) -> bool {
+        let (key, tid) = (probe.bytes(), probe.tid().unwrap_or(0));
+        image::fence_cmp(node, config, false, key, tid)
+            .is_none_or(|high| high == CmpOrdering::Greater)
+    }
+
     fn has_room(node: &NodeHeader, config: &PageConfig, probe: Option<VarProbe<'_>>) -> bool {
         match config.common_form() {
             Some(common) => edit::has_room(node, &common, probe),
