@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use smallvec::SmallVec;
 
 use super::alloc::BlockAlloc;
-use super::key::{entry_words, load_entry, store_entry, Pos, SbKey};
+use super::key::{entry_words, load_entry, load_pos, store_entry, Pos, SbKey};
 use super::simd::Kernel;
 
 /// Bytes before the table: the meta record, rounded up to a cache line.
@@ -433,10 +433,7 @@ impl<'a, K: SbKey> Body<'a, K> {
         // The area's words found once, not once per probe.
         let w = entry_words::<K>();
         let words = &self.late_words()[..len * w];
-        let at = |j: usize| {
-            let (key, tid) = load_entry::<K>(&words[j * w..(j + 1) * w]);
-            Pos::of(key, tid, pairs)
-        };
+        let at = |j: usize| load_pos::<K>(&words[j * w..(j + 1) * w], pairs);
         // Delayed keys of a time series mostly arrive above the block's other late ones:
         // the last entry first.
         let last = at(len - 1);

@@ -290,14 +290,12 @@ pub fn load_entry<K: SbKey>(slot: &[AtomicU64]) -> (K, u64) {
 /// per probe.
 #[inline]
 pub fn load_pos<K: SbKey>(slot: &[AtomicU64], pairs: bool) -> Pos<K> {
-    Pos {
-        key: load_key(slot),
-        tid: if pairs {
-            slot[entry_words::<K>() - 1].load(Ordering::Relaxed)
-        } else {
-            0
-        },
-    }
+    let tid = if pairs {
+        slot[entry_words::<K>() - 1].load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    Pos::of(load_key(slot), tid, pairs)
 }
 
 /// Stores the entry `(key, tid)` in `slot` (relaxed: the caller's lock or publication

@@ -280,8 +280,7 @@ impl<K: SbKey> Run<K> {
         let Some(last) = n.checked_sub(1) else {
             return Err(0);
         };
-        let (k, t) = self.entry(last);
-        match Pos::of(k, t, pairs).cmp(&pos) {
+        match load_pos(self.append_slot(last), pairs).cmp(&pos) {
             std::cmp::Ordering::Less => Err(n),
             std::cmp::Ordering::Equal => Ok(last),
             std::cmp::Ordering::Greater => self.find(pos, last, pairs),
