@@ -1,6 +1,7 @@
 //! The shortcut: how a thread finds its own run without touching shared state, appends to it
-//! ([`SbTree::append_fast`]: no lock, no epoch pin, one fence), inserts a late entry into it,
-//! and checks its peers for the same position.
+//! ([`SbTree::append_fast`]: no lock, no epoch pin, one fence), inserts a late entry into it
+//! ([`SbTree::late_fast`]: its lock, no epoch pin), and checks its peers for the same
+//! position.
 //!
 //! # Which run is mine
 //!
@@ -167,6 +168,42 @@ impl<K: SbKey> SbTree<K> {
         }
     }
 
+    /// The late shortcut: inserts `(key, tid)` into this thread's late run if its position
+    /// is in the segment of the run this thread holds but not above the run's last append,
+    /// and the run's own append part does not hold it live; `None` when the insert must
+    /// take the routed path (the position is elsewhere or in the append part, or the late
+    /// run is full or captured).
+    ///
+    /// Like the append shortcut it needs no epoch pin (the held run and its segment stay
+    /// allocated until this thread lets go of them), no routing and no look at the peers'
+    /// published counts: the peers' runs are checked after the insert, as for an append
+    /// ([`SbTree::check_peers`]), and a live copy found there is deleted and its tid
+    /// returned, as the routed path's in-place replacement would return it.
+    #[inline]
+    pub fn late_fast(&self, key: K, tid: u64) -> Option<Option<u64>> {
+        let (run, segment) = held(self.id)?;
+        // SAFETY: as in `append_fast`.
+        let (run, segment) = unsafe { (&*run.cast::<Run<K>>(), &*segment.cast::<Segment<K>>()) };
+        // SAFETY: this thread owns the run.
+        let owner = unsafe { run.owner() };
+        let pairs = self.geo.pairs;
+        let pos = Pos::of(key, tid, pairs);
+        if owner.count == 0 || pos > owner.floor || !segment.holds(pos) {
+            return None;
+        }
+        // The owner's own appends are all its to read: no published count, no fence.
+        if matches!(run.find(pos, owner.count as usize, pairs), Ok(i) if !run.is_dead(i)) {
+            return None;
+        }
+        match self.insert_late(segment, run, owner, key, tid) {
+            Inserted::Done(result) => {
+                self.counters.late.add(1);
+                Some(result)
+            }
+            Inserted::Full | Inserted::Dropped => None,
+        }
+    }
+
     /// The slot of this thread's run in `segment`, if it holds one there (claims none).
     pub fn held_slot(&self, segment: &Segment<K>) -> Option<usize> {
         let (run, held_segment) = held(self.id)?;
@@ -292,6 +329,9 @@ impl<K: SbKey> SbTree<K> {
         let inserted = {
             let _lock = run.lock();
             match run.late_find(pos, self.geo.pairs) {
+                // Captured by a sealer: its entries are (being) converted as they are, and
+                // a tid changed here now would be lost.
+                _ if run.late().is_closed() => Err(()),
                 // The slow path does not look in the thread's own late run: a dead entry here
                 // is revived, a live one gets the new tid (a unique index's insert replaces).
                 Ok(j) => {
@@ -478,5 +518,75 @@ impl<K: SbKey> SbTree<K> {
                 Some(peer.late_entry(j).1)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sbtree::{Geometry, SbTreeOptions};
+
+    fn tree(pairs: bool) -> SbTree<u64> {
+        SbTree::new(Geometry::new::<u64>(
+            &SbTreeOptions::default(),
+            pairs,
+            None,
+            None,
+        ))
+    }
+
+    /// A late insert of a position another thread's run holds live (the late shortcut
+    /// reads no peer before it inserts) deletes the peer's entry after it and returns its
+    /// tid, as the routed path's in-place replacement would: unique, the new tid stays;
+    /// non-unique, the pair is there once.
+    #[test]
+    fn a_late_insert_of_a_key_a_peer_holds_replaces_it() {
+        for pairs in [false, true] {
+            let tree = tree(pairs);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    for k in 10..20 {
+                        assert_eq!(tree.insert(k, k), None);
+                    }
+                });
+            });
+            let late_before = tree.counters.late.get();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    assert_eq!(tree.insert(100, 100), None);
+                    let tid = if pairs { 15 } else { 1015 };
+                    assert_eq!(tree.insert(15, tid), Some(15), "pairs: {pairs}");
+                    assert_eq!(tree.get(Pos::of(15, tid, pairs)), Some(tid));
+                });
+            });
+            assert_eq!(
+                tree.counters.late.get(),
+                late_before + 1,
+                "the late shortcut"
+            );
+            assert_eq!(tree.counters.met.get(), 1, "the peer's entry was met");
+            assert_eq!(tree.len(), 11, "pairs: {pairs}");
+            tree.flush();
+            assert_eq!(tree.len(), 11, "pairs: {pairs}");
+            let expect = if pairs { 15 } else { 1015 };
+            assert_eq!(tree.get(Pos::of(15, expect, pairs)), Some(expect));
+        }
+    }
+
+    /// Once the thread's segment is sealed, a late insert of a position its captured late
+    /// run holds leaves that run alone (its entries are converted as captured) and replaces
+    /// the tid where the entry went.
+    #[test]
+    fn a_late_insert_after_the_seal_replaces_in_the_data_layer() {
+        let tree = tree(false);
+        for k in [10, 20, 30] {
+            assert_eq!(tree.insert(k, k), None);
+        }
+        assert_eq!(tree.insert(15, 1), None, "late");
+        assert_eq!(tree.counters.late.get(), 1);
+        tree.flush();
+        assert_eq!(tree.insert(15, 2), Some(1));
+        assert_eq!(tree.get(Pos::of(15, 0, false)), Some(2));
+        assert_eq!(tree.len(), 4);
     }
 }

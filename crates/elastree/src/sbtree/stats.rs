@@ -19,7 +19,8 @@ pub struct Counters {
     /// Inserts into a sealed segment's spill while it converted.
     pub spilled: StripedCount,
     /// Inserts that found their position live in another thread's run right after
-    /// publishing it (two inserts of one key that met; see `protocol.rs`).
+    /// publishing it: two inserts of one key that met (see `protocol.rs`), or a late insert
+    /// of a key a peer's run already held (the late shortcut looks at peers only after).
     pub met: StripedCount,
 }
 
@@ -37,7 +38,8 @@ pub struct SbTreeStats {
     /// Inserts into a sealed segment's spill while it converted (moved to data blocks at
     /// the end of the conversion).
     pub spilled_inserts: usize,
-    /// Inserts that met another insert of their position in another thread's run.
+    /// Inserts that found their position live in another thread's run after publishing
+    /// it (and deleted the other entry).
     pub met: usize,
     /// Data blocks in the chain.
     pub data_blocks: usize,

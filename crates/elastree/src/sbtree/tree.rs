@@ -183,11 +183,15 @@ impl<K: SbKey> SbTree<K> {
         self.insert_routed(key, tid)
     }
 
-    /// An insert the shortcut did not take: routed by position to the frontier, a sealed
-    /// segment or the data layer. Kept out of line so that the shortcut's caller saves no
+    /// An insert the shortcut did not take: into this thread's late run if the late
+    /// shortcut takes it ([`SbTree::late_fast`]), else routed by position to the frontier, a
+    /// sealed segment or the data layer. Kept out of line so that the shortcut's caller saves no
     /// registers for it.
     #[inline(never)]
     fn insert_routed(&self, key: K, tid: u64) -> Option<u64> {
+        if let Some(done) = self.late_fast(key, tid) {
+            return done;
+        }
         let pairs = self.geo.pairs;
         let pos = Pos::of(key, tid, pairs);
         loop {
