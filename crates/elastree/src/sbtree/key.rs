@@ -66,6 +66,14 @@ pub fn interpolate<K: SbKey>(low: K, high: K, key: K, count: usize) -> Option<us
     if !(low <= key && key < high) {
         return None;
     }
+    let (span, at) = (high - low, key - low);
+    // The usual case in one 64-bit multiplication and division (no 128-bit division
+    // routine), with the same result as below.
+    if let (Ok(span), Ok(at)) = (u64::try_from(span), u64::try_from(at)) {
+        if let Some(product) = at.checked_mul(count as u64) {
+            return Some((product / span) as usize);
+        }
+    }
     // Scaled down so that the product cannot overflow: a guess needs no more precision.
     let shift = (128 - (high - low).leading_zeros()).saturating_sub(96);
     let (span, at) = ((high - low) >> shift, (key - low) >> shift);
