@@ -210,14 +210,14 @@ fn check_segment<K: SbKey>(
         let run = segment.run(slot).expect("a stored run");
         let at = |what: String| format!("run {slot}: {what}");
         let (floor, ceiling) = run.head.range();
-        let mut prev: Option<Pos<K>> = None;
+        let mut appended: Vec<Pos<K>> = Vec::with_capacity(n);
         for i in 0..n {
             let (k, t) = run.entry(i);
             let pos = Pos::of(k, t, pairs);
-            if prev.is_some_and(|p| p >= pos) {
+            if appended.last().is_some_and(|&p| p >= pos) {
                 return Err(at(format!("append entries {} and {i} out of order", i - 1)));
             }
-            prev = Some(pos);
+            appended.push(pos);
             if !segment.holds(pos) || top.is_some_and(|t| pos > t) {
                 return Err(at(format!("entry {pos:?} outside the segment")));
             }
@@ -236,6 +236,14 @@ fn check_segment<K: SbKey>(
                 late.len(),
                 run.late_len()
             )));
+        }
+        for (sep, rank) in run.read_late(|r| r.late().ranked_separators(pairs)) {
+            let below = appended.partition_point(|&p| p < sep);
+            if rank != below {
+                return Err(at(format!(
+                    "late separator {sep:?} ranked {rank}, {below} append entries below it"
+                )));
+            }
         }
         for &((k, t), dead) in &late {
             let pos = Pos::of(k, t, pairs);

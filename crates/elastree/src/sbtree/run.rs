@@ -59,18 +59,20 @@ pub struct Owner<K: SbKey> {
     pub gaps: Vec<Option<(Pos<K>, Pos<K>)>>,
 }
 
-/// Append runs at least this long are searched from an interpolated guess ([`Run::find`]).
-const INTERPOLATE_FROM: usize = 64;
+/// Ranges of append entries at least this long are searched from an interpolated guess
+/// ([`Run::find_in`]); shorter ones by halving.
+const WALK_FROM: usize = 8;
 
-/// The most entries [`Run::walk_from`] steps over before [`Run::find`] gallops instead.
+/// The most entries [`Run::walk_from`] steps over before [`Run::find_in`] gallops instead.
 const WALK_STEPS: usize = 32;
 
-/// A range `lo..hi` of `0..n` that holds the place of the position `cmp` compares against
-/// (`cmp(i)`: entry `i` against it), found by galloping from `guess` (`< n`): probes 1, 2,
-/// 4, ... entries away, in the direction the comparison at `guess` points.
+/// A range within `from..to` that holds the place of the position `cmp` compares against
+/// (`cmp(i)`: entry `i` against it), when `from..=to` does: found by galloping from `guess`
+/// (in `from..to`), probing 1, 2, 4, ... entries away in the direction the comparison at
+/// `guess` points.
 fn gallop_around(
     guess: usize,
-    n: usize,
+    (from, to): (usize, usize),
     cmp: impl Fn(usize) -> std::cmp::Ordering,
 ) -> (usize, usize) {
     use std::cmp::Ordering::{Equal, Greater, Less};
@@ -81,8 +83,8 @@ fn gallop_around(
             let (mut below, mut step) = (guess, 1);
             loop {
                 let probe = below + step;
-                if probe >= n {
-                    return (below + 1, n);
+                if probe >= to {
+                    return (below + 1, to);
                 }
                 if cmp(probe) == Less {
                     below = probe;
@@ -96,8 +98,9 @@ fn gallop_around(
             // Entries from `guess` on are above: look below.
             let (mut above, mut step) = (guess, 1);
             loop {
-                let Some(probe) = above.checked_sub(step) else {
-                    return (0, above);
+                let probe = match above.checked_sub(step) {
+                    Some(probe) if probe >= from => probe,
+                    _ => return (from, above),
                 };
                 if cmp(probe) == Greater {
                     above = probe;
@@ -110,11 +113,15 @@ fn gallop_around(
     }
 }
 
-/// The most blocks of a late run beside an append run of `run_blocks` blocks: a quarter as
-/// many, so that the late run fills about when the append run does with a quarter of the
-/// keys arriving late into the segment (its blocks are half to wholly full).
+/// The most blocks of a late run beside an append run of `run_blocks` blocks: half as
+/// many, so that the late run fills about when the append run does with a third of the
+/// keys arriving late into the segment (its blocks are half to wholly full). Blocks are
+/// taken as the late run grows, so the bound costs nothing where few keys are late; a
+/// quarter as many sealed segments twice as often at half the keys late, and sent 13
+/// times as many delayed keys to the data layer (`DELAY=0.5 sbtree_paths 4000000 sbtree
+/// load`: 166 seals and 56,768 data-layer inserts, against 88 and 4,213).
 pub fn late_blocks(run_blocks: usize) -> usize {
-    run_blocks.div_ceil(4)
+    run_blocks.div_ceil(2)
 }
 
 /// See the module docs.
@@ -247,25 +254,58 @@ impl<K: SbKey> Run<K> {
     }
 
     /// Where `pos` is among the first `n` append entries: `Ok(i)` if entry `i` has it, else
-    /// `Err(i)`, the first entry above it.
+    /// `Err(i)`, the first entry above it ([`Run::find_in`] over all of them).
+    #[inline]
+    pub fn find(&self, pos: Pos<K>, n: usize, pairs: bool) -> Result<usize, usize> {
+        self.find_in(pos, (0, n), pairs)
+    }
+
+    /// [`Run::find`] among append entries `lo..hi`, known to hold the place of `pos`
+    /// (entries below `lo` are below it, those from `hi` on above it): a late insert's
+    /// search between the ranks of its late slot ([`LateRun::rank_range`]).
     ///
-    /// A long run starts where `pos`'s key interpolates between the first and last keys,
-    /// interpolates again between the ends of that entry's block and walks from there
-    /// ([`Run::find_in_block_of`]): time-series keys are close to evenly spread, so the
+    /// A range of [`WALK_FROM`] entries or more starts where `pos`'s key interpolates
+    /// between its first and last keys; one that spans blocks interpolates again between
+    /// the ends of that entry's block ([`Run::find_in_block_of`]); then it walks from the
+    /// guess ([`Run::walk_from`]): time-series keys are close to evenly spread, so the
     /// search touches a line or two of the run instead of one per halving (a late insert's
     /// look for its key in the append run missed the cache on most of them). When that
     /// fails, it gallops from the first guess: a poor guess costs at most twice a binary
     /// search's probes, plus the walk's few.
-    pub fn find(&self, pos: Pos<K>, n: usize, pairs: bool) -> Result<usize, usize> {
+    pub fn find_in(
+        &self,
+        pos: Pos<K>,
+        (lo, hi): (usize, usize),
+        pairs: bool,
+    ) -> Result<usize, usize> {
+        if hi > lo && self.block_of(hi - 1) - self.block_of(lo) <= 1 {
+            // In one block, or two: the second's first entry says which holds the place.
+            let second = self.block_of(hi - 1) << self.shift;
+            if second <= lo {
+                return self.find_in_one_block(pos, (lo, hi), pairs);
+            }
+            let (k, t) = self.entry(second);
+            return if Pos::of(k, t, pairs) <= pos {
+                self.find_in_one_block(pos, (second, hi), pairs)
+            } else {
+                self.find_in_one_block(pos, (lo, second), pairs)
+            };
+        }
         let cmp = |i: usize| load_pos(self.append_slot(i), pairs).cmp(&pos);
-        let (mut lo, mut hi) = (0, n);
-        if n >= INTERPOLATE_FROM {
-            let guess = interpolate(self.entry(0).0, self.entry(n - 1).0, pos.key, n - 1);
-            if let Some(guess) = guess {
-                if let Some(found) = self.find_in_block_of(guess, n, pos, pairs) {
+        let range = (lo, hi);
+        let (mut lo, mut hi) = range;
+        if hi - lo >= WALK_FROM {
+            let guess = interpolate(self.entry(lo).0, self.entry(hi - 1).0, pos.key, hi - 1 - lo);
+            if let Some(guess) = guess.map(|g| lo + g) {
+                let found = if self.block_of(lo) == self.block_of(hi - 1) {
+                    self.walk_from(guess, range, pos, pairs)
+                } else {
+                    self.find_in_block_of(guess, range, pos, pairs)
+                };
+                if let Some(found) = found {
                     return found;
                 }
-                (lo, hi) = gallop_around(guess, n, cmp);
+                (lo, hi) = gallop_around(guess, range, cmp);
             }
         }
         while lo < hi {
@@ -279,28 +319,96 @@ impl<K: SbKey> Run<K> {
         Err(lo)
     }
 
-    /// [`Run::find`]'s first try, from `guess` (`< n`): the block of `guess` or one of its
-    /// neighbours, when one holds `pos` between its first and last entries (among the first
-    /// `n`), interpolated between those two and walked from there ([`Run::walk_from`]);
-    /// `None` when that fails. On time-series keys this took 257 instructions per search
-    /// of a late insert at 50% delayed keys, where galloping from the first guess took 317.
+    /// [`Run::find_in`] when `lo..hi` (not empty) lies in one block, the usual range of a
+    /// late insert (a few hundred entries at most): the block is looked up once, the
+    /// search starts where the key interpolates between the range's ends and steps from
+    /// there, halving what is left after [`WALK_STEPS`] steps.
+    #[inline]
+    fn find_in_one_block(
+        &self,
+        pos: Pos<K>,
+        (lo, hi): (usize, usize),
+        pairs: bool,
+    ) -> Result<usize, usize> {
+        let b = self.block_of(lo);
+        let (block, base) = (self.blocks[b].load(Ordering::Acquire), b << self.shift);
+        let at = |i: usize| load_pos::<K>(self.slot_words(block, i - base), pairs);
+        let mut i = lo;
+        if hi - lo >= WALK_FROM {
+            let (first, last) = (at(lo), at(hi - 1));
+            i = match interpolate(first.key, last.key, pos.key, hi - 1 - lo) {
+                Some(guess) => lo + guess,
+                None if pos.key < first.key => lo,
+                None => hi - 1,
+            };
+        }
+        // The first entry not below `pos` is in `from..to`.
+        let (mut from, mut to) = (lo, hi);
+        if at(i) < pos {
+            from = i + 1;
+            for _ in 0..WALK_STEPS {
+                i += 1;
+                if i == hi || at(i) >= pos {
+                    to = i;
+                    break;
+                }
+                from = i + 1;
+            }
+        } else {
+            to = i;
+            for _ in 0..WALK_STEPS {
+                if i == lo || at(i - 1) < pos {
+                    from = i;
+                    break;
+                }
+                i -= 1;
+                to = i;
+            }
+        }
+        while from < to {
+            let mid = (from + to) / 2;
+            if at(mid) < pos {
+                from = mid + 1;
+            } else {
+                to = mid;
+            }
+        }
+        if from < hi && at(from) == pos {
+            Ok(from)
+        } else {
+            Err(from)
+        }
+    }
+
+    /// The part of block `block` within `lo..hi` (not empty: the block meets the range).
+    #[inline]
+    fn clip(&self, block: usize, (lo, hi): (usize, usize)) -> (usize, usize) {
+        let start = (block << self.shift).max(lo);
+        (start, ((block + 1) << self.shift).min(hi))
+    }
+
+    /// [`Run::find_in`]'s first try in a range that spans blocks, from `guess` (in `lo..hi`):
+    /// the block of `guess` or one of its neighbours, when one holds `pos` between its first
+    /// and last entries (within the range), interpolated between those two and walked from
+    /// there ([`Run::walk_from`]); `None` when that fails. On time-series keys this took 257
+    /// instructions per search of a late insert at 50% delayed keys, where galloping from
+    /// the first guess took 317.
     #[inline]
     fn find_in_block_of(
         &self,
         guess: usize,
-        n: usize,
+        range: (usize, usize),
         pos: Pos<K>,
         pairs: bool,
     ) -> Option<Result<usize, usize>> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let mut block = self.block_of(guess);
         for _ in 0..3 {
-            let start = block << self.shift;
-            let end = (start + self.per_block).min(n);
+            let (start, end) = self.clip(block, range);
             let (first, last) = (self.entry(start), self.entry(end - 1));
             match Pos::of(first.0, first.1, pairs).cmp(&pos) {
                 Equal => return Some(Ok(start)),
-                Greater if start == 0 => return Some(Err(0)),
+                Greater if start == range.0 => return Some(Err(start)),
                 Greater => {
                     block -= 1;
                     continue;
@@ -309,7 +417,7 @@ impl<K: SbKey> Run<K> {
             }
             match Pos::of(last.0, last.1, pairs).cmp(&pos) {
                 Equal => return Some(Ok(end - 1)),
-                Less if end == n => return Some(Err(n)),
+                Less if end == range.1 => return Some(Err(end)),
                 Less => {
                     block += 1;
                     continue;
@@ -320,30 +428,29 @@ impl<K: SbKey> Run<K> {
             // it is the last's (non-unique: a smaller tid of the last key).
             let local =
                 interpolate(first.0, last.0, pos.key, end - 1 - start).unwrap_or(end - 1 - start);
-            return self.walk_from(start + local, n, pos, pairs);
+            return self.walk_from(start + local, range, pos, pairs);
         }
         None
     }
 
-    /// [`Run::find`]'s walk: the place of `pos` among the first `n` entries found by
-    /// stepping one entry at a time from `guess` (`< n`) in the direction its comparison
-    /// points, within `guess`'s block and at most [`WALK_STEPS`] entries; `None` if it is not
-    /// found so. A step costs a load and a comparison, where a probe of a galloping search
-    /// also looks up its block.
+    /// [`Run::find_in`]'s walk: the place of `pos` within `lo..hi` found by stepping one
+    /// entry at a time from `guess` (in the range) in the direction its comparison points,
+    /// within `guess`'s block and at most [`WALK_STEPS`] entries; `None` if it is not found
+    /// so. A step costs a load and a comparison, where a probe of a galloping search also
+    /// looks up its block.
     #[inline]
     fn walk_from(
         &self,
         guess: usize,
-        n: usize,
+        range: (usize, usize),
         pos: Pos<K>,
         pairs: bool,
     ) -> Option<Result<usize, usize>> {
         use std::cmp::Ordering::{Equal, Greater, Less};
-        let start = guess & !(self.per_block - 1);
+        let block_start = guess & !(self.per_block - 1);
+        let (start, end) = self.clip(self.block_of(guess), range);
         let block = self.blocks[self.block_of(guess)].load(Ordering::Acquire);
-        // Entries `start..end` are in the block.
-        let end = (start + self.per_block).min(n);
-        let at = |i: usize| load_pos::<K>(self.slot_words(block, i - start), pairs).cmp(&pos);
+        let at = |i: usize| load_pos::<K>(self.slot_words(block, i - block_start), pairs).cmp(&pos);
         let mut i = guess;
         match at(i) {
             Equal => Some(Ok(i)),
@@ -358,8 +465,8 @@ impl<K: SbKey> Run<K> {
                         Greater => return Some(Err(i)),
                     }
                 }
-                // Past the last entry of all: the place is `n`.
-                (i + 1 == n).then_some(Err(n))
+                // Past the range's last entry: the place is its end.
+                (i + 1 == range.1).then_some(Err(range.1))
             }
             Greater => {
                 // The place is at or below `i`: one past the last entry below `pos`.
@@ -372,7 +479,7 @@ impl<K: SbKey> Run<K> {
                         Less => return Some(Err(i + 1)),
                     }
                 }
-                (i == 0).then_some(Err(0))
+                (i == range.0).then_some(Err(range.0))
             }
         }
     }
@@ -487,6 +594,25 @@ impl<K: SbKey> Run<K> {
         self.late.find(pos, pairs)
     }
 
+    /// Owner, under [`Run::mods`]: where `pos` is in the late run (`Ok`), or where it would
+    /// go there and where it is among the append entries (`Err`), found between the ranks
+    /// of its late slot ([`LateRun::rank_range`]).
+    pub fn late_locate(
+        &self,
+        pos: Pos<K>,
+        pairs: bool,
+    ) -> Result<LatePlace, (LatePlace, Result<usize, usize>)> {
+        self.late
+            .find(pos, pairs)
+            .map_err(|at| (at, self.find_in(pos, self.append_range(at), pairs)))
+    }
+
+    /// Owner: the append entries between the ranks around late slot `at.slot`.
+    fn append_range(&self, at: LatePlace) -> (usize, usize) {
+        let (lo, hi) = self.late.rank_range(at);
+        (lo, hi.unwrap_or(self.head.published() as usize))
+    }
+
     /// The late run itself, for walks under a version of [`Run::mods`]
     /// ([`LateRun::visit`], [`LateRun::check`]).
     pub fn late(&self) -> &LateRun<K> {
@@ -501,8 +627,20 @@ impl<K: SbKey> Run<K> {
 
     /// Owner, under [`Run::mods`]: inserts `(key, tid)` into the late run at `at`; `false`
     /// if the late run is full there or closed.
-    pub fn late_insert(&self, at: LatePlace, key: K, tid: u64, res: &Resources) -> bool {
-        if !self.late.insert(at, key, tid, res) {
+    pub fn late_insert(
+        &self,
+        at: LatePlace,
+        (key, tid): (K, u64),
+        pairs: bool,
+        res: &Resources,
+    ) -> bool {
+        // A split's new separator is one of the slot's entries: ranked between its ranks.
+        let rank_of = |(k, t): (K, u64), (lo, hi): (usize, Option<usize>)| {
+            let hi = hi.unwrap_or(self.head.published() as usize);
+            self.find_in(Pos::of(k, t, pairs), (lo, hi), pairs)
+                .unwrap_or_else(|i| i)
+        };
+        if !self.late.insert(at, key, tid, res, rank_of) {
             return false;
         }
         self.late_head.publish(self.late_head.published() + 1);
@@ -667,7 +805,7 @@ mod tests {
                 let (k, t) = entry(c as u64);
                 run.write_entry_for_test(c, k, t);
             }
-            for len in [INTERPOLATE_FROM, 100, n] {
+            for len in [WALK_FROM, 100, n] {
                 for c in 0..len {
                     let (k, t) = entry(c as u64);
                     let pos = Pos::of(k, t, pairs);
@@ -676,6 +814,16 @@ mod tests {
                         Ok(c),
                         "{name}: entry {c} of {len}"
                     );
+                    // Ranges around the place, as a late slot's ranks give them: within a
+                    // block, across two and across many.
+                    for (below, above) in [(0, 1), (1, 3), (9, 2), (40, 70), (300, 300)] {
+                        let range = (c.saturating_sub(below), (c + above).min(len));
+                        assert_eq!(
+                            run.find_in(pos, range, pairs),
+                            Ok(c),
+                            "{name}: entry {c} in {range:?}"
+                        );
+                    }
                     let above = Pos::of(k, t + 1, true);
                     let next = entry(c as u64 + 1);
                     if pairs && Pos::of(next.0, next.1, true) != above {
@@ -684,6 +832,14 @@ mod tests {
                     if !pairs && next.0 > k + 1 {
                         let gap = Pos::of(k + 1, 0, false);
                         assert_eq!(run.find(gap, len, pairs), Err(c + 1), "{name}: gap {c}");
+                        for (below, above) in [(0, 0), (2, 1), (30, 5), (200, 90)] {
+                            let range = ((c + 1).saturating_sub(below), (c + 1 + above).min(len));
+                            assert_eq!(
+                                run.find_in(gap, range, pairs),
+                                Err(c + 1),
+                                "{name}: gap {c} in {range:?}"
+                            );
+                        }
                     }
                 }
                 let top = Pos::of(u64::MAX, 0, pairs);
@@ -705,14 +861,17 @@ mod tests {
         for (c, key) in [300u64, 100, 200, 700, 600].into_iter().enumerate() {
             let _lock = run.lock();
             let at = run.late_find(Pos::of(key, 0, false), false).unwrap_err();
-            assert!(run.late_insert(at, key, key, &res));
+            assert!(run.late_insert(at, (key, key), false, &res));
             assert_eq!(run.late_len(), c + 1);
         }
         run.head.capture();
         run.capture_late();
         assert_eq!(run.late_head.captured(), Some(5));
         let at = run.late_find(Pos::of(50, 0, false), false).unwrap_err();
-        assert!(!run.late_insert(at, 50, 50, &res), "closed by the capture");
+        assert!(
+            !run.late_insert(at, (50, 50), false, &res),
+            "closed by the capture"
+        );
         assert_eq!(run.captured_max(false), Some(Pos::of(700, 0, false)));
         let frozen = run.captured_late();
         let keys: Vec<u64> = (0..frozen.len()).map(|i| frozen.entry(i).0).collect();

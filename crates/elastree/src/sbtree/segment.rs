@@ -349,7 +349,8 @@ impl<K: SbKey> Segment<K> {
                 if let Some((_, present)) = self.find(pos, &lengths, pairs, None) {
                     return pairs.then_some(Some(present));
                 }
-                if !self.spill.insert(at, key, tid, &self.res) {
+                // A spill has no append run: its ranks are all 0.
+                if !self.spill.insert(at, key, tid, &self.res, |_, _| 0) {
                     return None;
                 }
                 self.spill_len.fetch_add(1, Ordering::Release);
@@ -733,7 +734,7 @@ mod tests {
             let order = late[middle..].iter().chain(late[..middle].iter().rev());
             for &key in order {
                 let at = run.late_find(Pos::of(key, 0, false), false).unwrap_err();
-                assert!(run.late_insert(at, key, key, &res));
+                assert!(run.late_insert(at, (key, key), false, &res));
             }
             expected.extend(late.iter().map(|&k| (k, k)));
             run.head.capture();

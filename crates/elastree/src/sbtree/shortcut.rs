@@ -135,6 +135,9 @@ pub enum Inserted {
     Full,
     /// The segment was sealed without the entry: insert it anew.
     Dropped,
+    /// A late insert found its position live in the owner's append run, where the routed
+    /// path replaces it (the late run is unchanged).
+    Present,
 }
 
 /// Entries ahead of the last key to which a run raises its ceiling: a peer whose key is
@@ -164,7 +167,7 @@ impl<K: SbKey> SbTree<K> {
         }
         match self.append(segment, run, owner, key, tid) {
             Inserted::Done(result) => Some(result),
-            Inserted::Full | Inserted::Dropped => None,
+            Inserted::Full | Inserted::Dropped | Inserted::Present => None,
         }
     }
 
@@ -191,16 +194,12 @@ impl<K: SbKey> SbTree<K> {
         if owner.count == 0 || pos > owner.floor || !segment.holds(pos) {
             return None;
         }
-        // The owner's own appends are all its to read: no published count, no fence.
-        if matches!(run.find(pos, owner.count as usize, pairs), Ok(i) if !run.is_dead(i)) {
-            return None;
-        }
         match self.insert_late(segment, run, owner, key, tid) {
             Inserted::Done(result) => {
                 self.counters.late.add(1);
                 Some(result)
             }
-            Inserted::Full | Inserted::Dropped => None,
+            Inserted::Full | Inserted::Dropped | Inserted::Present => None,
         }
     }
 
@@ -328,7 +327,7 @@ impl<K: SbKey> SbTree<K> {
         run.head.begin();
         let inserted = {
             let _lock = run.lock();
-            match run.late_find(pos, self.geo.pairs) {
+            match run.late_locate(pos, self.geo.pairs) {
                 // Captured by a sealer: its entries are (being) converted as they are, and
                 // a tid changed here now would be lost.
                 _ if run.late().is_closed() => Err(()),
@@ -344,10 +343,15 @@ impl<K: SbKey> SbTree<K> {
                     }
                     Ok(())
                 }
-                Err(j) => {
+                // Live in the owner's append run: replaced there (by the routed path).
+                Err((_, Ok(i))) if !run.is_dead(i) => {
+                    run.head.end();
+                    return Inserted::Present;
+                }
+                Err((j, _)) => {
                     let key_words = key.to_words();
                     run.late_head.widen(key_words, || key_words);
-                    if run.late_insert(j, key, tid, &self.res) {
+                    if run.late_insert(j, (key, tid), self.geo.pairs, &self.res) {
                         Ok(())
                     } else {
                         Err(())

@@ -280,6 +280,8 @@ impl<K: SbKey> SbTree<K> {
                 self.wait_replaced(segment);
                 None
             }
+            // The look at the segment above found no live entry in this thread's run.
+            Inserted::Present => None,
         }
     }
 
