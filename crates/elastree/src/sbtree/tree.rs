@@ -436,10 +436,7 @@ impl<K: SbKey> SbTree<K> {
         self.counters.converted.add(added as isize);
         // The spill's entries after the runs': readers search the spill until the segment
         // is marked converted, and the data layer from then on.
-        for (key, tid) in segment.close_spill() {
-            self.data
-                .write(key, Write::Insert { tid, replace: true }, guard);
-        }
+        self.data.insert_sorted(&segment.close_spill(), guard);
         segment.converted.store(true, Ordering::Release);
         self.converted.store(segment.seq, Ordering::Release);
         next.prev.store(std::ptr::null_mut(), Ordering::Release);
