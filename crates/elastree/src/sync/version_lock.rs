@@ -17,8 +17,10 @@
 //!
 //! Writers take the lock with a compare-exchange from a version they read
 //! ([`Optimistic::upgrade`]) followed by a release fence, write the contents with relaxed
-//! atomic stores, and release the lock with a release `fetch_add` (dropping the
-//! [`WriteGuard`]). If a reader's relaxed load observed any store of a writer, the writer's
+//! atomic stores, and release the lock with a release store of the bumped word (dropping the
+//! [`WriteGuard`]): no one else changes the word while it is locked (the compare-exchange
+//! only takes an unlocked word), so the holder knows its value, and a plain store costs
+//! less than a read-modify-write (which also waits for every earlier store to drain). If a reader's relaxed load observed any store of a writer, the writer's
 //! release fence synchronises with the reader's acquire fence, so the writer's lock
 //! acquisition happens before the reader's re-check and the re-check fails. A reader whose
 //! re-check succeeds therefore read only values written before `v` was published.
@@ -172,6 +174,7 @@ impl<'a> Optimistic<'a> {
                 fence(Ordering::Release);
                 Ok(WriteGuard {
                     lock: self.lock,
+                    locked: self.version | LOCKED,
                     released: false,
                 })
             }
@@ -189,6 +192,8 @@ impl<'a> Optimistic<'a> {
 #[derive(Debug)]
 pub struct WriteGuard<'a> {
     lock: &'a VersionLock,
+    /// The word while locked (only this guard changes it).
+    locked: u64,
     released: bool,
 }
 
@@ -199,9 +204,8 @@ impl WriteGuard<'_> {
         self.released = true;
         // (v | LOCKED) + LOCKED + OBSOLETE: clears the locked bit, bumps the version and
         // sets the obsolete bit, in one release store.
-        self.lock
-            .word
-            .fetch_add(LOCKED | OBSOLETE, Ordering::Release);
+        let word = self.locked.wrapping_add(LOCKED | OBSOLETE);
+        self.lock.word.store(word, Ordering::Release);
     }
 }
 
@@ -209,7 +213,8 @@ impl Drop for WriteGuard<'_> {
     fn drop(&mut self) {
         if !self.released {
             // (v | LOCKED) + LOCKED == v + 4: clears the locked bit and bumps the version.
-            self.lock.word.fetch_add(LOCKED, Ordering::Release);
+            let word = self.locked.wrapping_add(LOCKED);
+            self.lock.word.store(word, Ordering::Release);
         }
     }
 }
