@@ -60,10 +60,10 @@ pub struct Owner<K: SbKey> {
 }
 
 /// Ranges of append entries at least this long are searched from an interpolated guess
-/// ([`Run::find_in`]); shorter ones by halving.
+/// ([`Run::find_in`]); shorter ones step from their first entry.
 const WALK_FROM: usize = 8;
 
-/// The most entries [`Run::walk_from`] steps over before [`Run::find_in`] gallops instead.
+/// The most entries [`Run::find_in_one_block`] steps over before it halves what is left.
 const WALK_STEPS: usize = 32;
 
 /// A range within `from..to` that holds the place of the position `cmp` compares against
@@ -264,14 +264,15 @@ impl<K: SbKey> Run<K> {
     /// (entries below `lo` are below it, those from `hi` on above it): a late insert's
     /// search between the ranks of its late slot ([`LateRun::rank_range`]).
     ///
-    /// A range of [`WALK_FROM`] entries or more starts where `pos`'s key interpolates
-    /// between its first and last keys; one that spans blocks interpolates again between
-    /// the ends of that entry's block ([`Run::find_in_block_of`]); then it walks from the
-    /// guess ([`Run::walk_from`]): time-series keys are close to evenly spread, so the
+    /// A range within one or two blocks is searched in the block that holds the place
+    /// ([`Run::find_in_one_block`]: from where the key interpolates, a step at a time). A
+    /// longer one starts where `pos`'s key interpolates between its first and last keys
+    /// and searches that entry's block, or a neighbour, the same way
+    /// ([`Run::find_in_block_of`]): time-series keys are close to evenly spread, so the
     /// search touches a line or two of the run instead of one per halving (a late insert's
     /// look for its key in the append run missed the cache on most of them). When that
     /// fails, it gallops from the first guess: a poor guess costs at most twice a binary
-    /// search's probes, plus the walk's few.
+    /// search's probes, plus the few of the first try.
     pub fn find_in(
         &self,
         pos: Pos<K>,
@@ -297,12 +298,7 @@ impl<K: SbKey> Run<K> {
         if hi - lo >= WALK_FROM {
             let guess = interpolate(self.entry(lo).0, self.entry(hi - 1).0, pos.key, hi - 1 - lo);
             if let Some(guess) = guess.map(|g| lo + g) {
-                let found = if self.block_of(lo) == self.block_of(hi - 1) {
-                    self.walk_from(guess, range, pos, pairs)
-                } else {
-                    self.find_in_block_of(guess, range, pos, pairs)
-                };
-                if let Some(found) = found {
+                if let Some(found) = self.find_in_block_of(guess, range, pos, pairs) {
                     return found;
                 }
                 (lo, hi) = gallop_around(guess, range, cmp);
@@ -387,12 +383,12 @@ impl<K: SbKey> Run<K> {
         (start, ((block + 1) << self.shift).min(hi))
     }
 
-    /// [`Run::find_in`]'s first try in a range that spans blocks, from `guess` (in `lo..hi`):
-    /// the block of `guess` or one of its neighbours, when one holds `pos` between its first
-    /// and last entries (within the range), interpolated between those two and walked from
-    /// there ([`Run::walk_from`]); `None` when that fails. On time-series keys this took 257
-    /// instructions per search of a late insert at 50% delayed keys, where galloping from
-    /// the first guess took 317.
+    /// [`Run::find_in`]'s first try in a range that spans more than two blocks, from `guess`
+    /// (in `lo..hi`): the block of `guess` or one of its neighbours, when one holds `pos`
+    /// between its first and last entries (within the range), searched there
+    /// ([`Run::find_in_one_block`]); `None` when that fails. On time-series keys, a search of
+    /// the whole append run this way took 257 instructions per late insert at 50% delayed
+    /// keys, where galloping from the first guess took 317.
     #[inline]
     fn find_in_block_of(
         &self,
@@ -424,64 +420,10 @@ impl<K: SbKey> Run<K> {
                 }
                 Greater => {}
             }
-            // First < pos < last: the key is in `[first, last]`, and interpolates unless
-            // it is the last's (non-unique: a smaller tid of the last key).
-            let local =
-                interpolate(first.0, last.0, pos.key, end - 1 - start).unwrap_or(end - 1 - start);
-            return self.walk_from(start + local, range, pos, pairs);
+            // First < pos < last: the place is inside the block's part of the range.
+            return Some(self.find_in_one_block(pos, (start, end), pairs));
         }
         None
-    }
-
-    /// [`Run::find_in`]'s walk: the place of `pos` within `lo..hi` found by stepping one
-    /// entry at a time from `guess` (in the range) in the direction its comparison points,
-    /// within `guess`'s block and at most [`WALK_STEPS`] entries; `None` if it is not found
-    /// so. A step costs a load and a comparison, where a probe of a galloping search also
-    /// looks up its block.
-    #[inline]
-    fn walk_from(
-        &self,
-        guess: usize,
-        range: (usize, usize),
-        pos: Pos<K>,
-        pairs: bool,
-    ) -> Option<Result<usize, usize>> {
-        use std::cmp::Ordering::{Equal, Greater, Less};
-        let block_start = guess & !(self.per_block - 1);
-        let (start, end) = self.clip(self.block_of(guess), range);
-        let block = self.blocks[self.block_of(guess)].load(Ordering::Acquire);
-        let at = |i: usize| load_pos::<K>(self.slot_words(block, i - block_start), pairs).cmp(&pos);
-        let mut i = guess;
-        match at(i) {
-            Equal => Some(Ok(i)),
-            Less => {
-                // The place is above `i`: the first entry not below `pos`.
-                let last = (i + WALK_STEPS).min(end - 1);
-                while i < last {
-                    i += 1;
-                    match at(i) {
-                        Less => {}
-                        Equal => return Some(Ok(i)),
-                        Greater => return Some(Err(i)),
-                    }
-                }
-                // Past the range's last entry: the place is its end.
-                (i + 1 == range.1).then_some(Err(range.1))
-            }
-            Greater => {
-                // The place is at or below `i`: one past the last entry below `pos`.
-                let first = i.saturating_sub(WALK_STEPS).max(start);
-                while i > first {
-                    i -= 1;
-                    match at(i) {
-                        Greater => {}
-                        Equal => return Some(Ok(i)),
-                        Less => return Some(Err(i + 1)),
-                    }
-                }
-                (i == range.0).then_some(Err(range.0))
-            }
-        }
     }
 
     /// [`Run::find`], looking at the last of the `n` entries first: a position above it
