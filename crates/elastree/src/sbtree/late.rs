@@ -320,7 +320,12 @@ impl<K: SbKey> LateRun<K> {
             if self.used() == self.slots.len() {
                 return false;
             }
-            at = self.split(at, key, tid, res, rank_of);
+            // The new separator is one of the split slot's positions: ranked within
+            // the slot's range.
+            let (range, new) = (self.rank_range(at), at.slot + 1);
+            at = self.split(at, key, tid, res);
+            let rank = rank_of(load_entry(self.sep_words(new)), range);
+            self.ranks[new].store(rank, Ordering::Relaxed);
         }
         let block = self.block(at.slot);
         let n = self.count(at.slot);
@@ -344,16 +349,9 @@ impl<K: SbKey> LateRun<K> {
     /// Under the run's lock: splits the full block of `at.slot` (the directory has a free
     /// slot) and returns where `(key, tid)`, to go at `at`, goes now. An insert above all of
     /// the block's entries starts a new block; any other moves the upper half to a new block.
-    fn split(
-        &self,
-        at: LatePlace,
-        key: K,
-        tid: u64,
-        res: &Resources,
-        rank_of: impl FnOnce((K, u64), (usize, Option<usize>)) -> usize,
-    ) -> LatePlace {
+    /// The new slot's rank is the caller's to set.
+    fn split(&self, at: LatePlace, key: K, tid: u64, res: &Resources) -> LatePlace {
         let used = self.used();
-        let range = self.rank_range(at);
         let keep = if at.j == self.per_block {
             self.per_block
         } else {
@@ -391,9 +389,6 @@ impl<K: SbKey> LateRun<K> {
             (key, tid)
         };
         store_entry(self.sep_words(at.slot + 1), sep_key, sep_tid);
-        // The separator is one of the slot's positions: its rank is within the slot's range.
-        let rank = rank_of((sep_key, sep_tid), range);
-        self.ranks[at.slot + 1].store(rank, Ordering::Relaxed);
         let right = &self.slots[at.slot + 1];
         right.block.store(new, Ordering::Release);
         right.count.store(moved, Ordering::Release);
