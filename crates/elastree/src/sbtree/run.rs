@@ -29,7 +29,9 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use super::bits::DeadBits;
-use super::key::{entry_words, interpolate, load_entry, load_pos, store_entry, Pos, SbKey};
+use super::key::{
+    entry_words, first_not_below, interpolate, load_entry, load_pos, store_entry, Pos, SbKey,
+};
 use super::late::{Frozen, LatePlace, LateRun};
 use super::protocol::RunHead;
 use super::Resources;
@@ -361,14 +363,7 @@ impl<K: SbKey> Run<K> {
                 to = i;
             }
         }
-        while from < to {
-            let mid = (from + to) / 2;
-            if at(mid) < pos {
-                from = mid + 1;
-            } else {
-                to = mid;
-            }
-        }
+        let from = first_not_below((from, to), pos, at);
         if from < hi && at(from) == pos {
             Ok(from)
         } else {

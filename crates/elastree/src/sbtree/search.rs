@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::block::Block;
 use super::body::{self, Locator, Reach};
-use super::key::{interpolate, Pos, SbKey};
+use super::key::{first_not_below, interpolate, Pos, SbKey};
 use super::simd::Kernel;
 
 /// The last entries of level 0 that [`SearchLayer::find_hinted`] searches before it
@@ -332,16 +332,7 @@ impl<K: SbKey> SearchLayer<K> {
             key: keys[i],
             tid: if self.pairs { tids[i] } else { 0 },
         };
-        let (mut lo, mut hi) = (0, len);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if at(mid) < pos {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        first_not_below((0, len), pos, at)
     }
 
     /// The block of entry `i` (below [`SearchLayer::len`]).

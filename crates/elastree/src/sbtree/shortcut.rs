@@ -195,10 +195,7 @@ impl<K: SbKey> SbTree<K> {
             return None;
         }
         match self.insert_late(segment, run, owner, key, tid) {
-            Inserted::Done(result) => {
-                self.counters.late.add(1);
-                Some(result)
-            }
+            Inserted::Done(result) => Some(result),
             Inserted::Full | Inserted::Dropped | Inserted::Present => None,
         }
     }
@@ -325,23 +322,22 @@ impl<K: SbKey> SbTree<K> {
     ) -> Inserted {
         let pos = Pos::of(key, tid, self.geo.pairs);
         run.head.begin();
+        // `Ok(Some(present))`: a live late entry had the position (its tid replaced).
         let inserted = {
             let _lock = run.lock();
+            if run.late().is_closed() {
+                // Captured by a sealer: its entries are (being) converted as they are, and a
+                // tid changed here now would be lost.
+                return self.not_inserted(segment, run);
+            }
             match run.late_locate(pos, self.geo.pairs) {
-                // Captured by a sealer: its entries are (being) converted as they are, and
-                // a tid changed here now would be lost.
-                _ if run.late().is_closed() => Err(()),
                 // The slow path does not look in the thread's own late run: a dead entry here
                 // is revived, a live one gets the new tid (a unique index's insert replaces).
                 Ok(j) => {
                     let was_live = !run.late_is_dead(j);
                     let old = run.late_set_tid(j, tid);
                     run.late_revive(j);
-                    if was_live {
-                        run.head.end();
-                        return Inserted::Done(Some(if self.geo.pairs { tid } else { old }));
-                    }
-                    Ok(())
+                    Ok(was_live.then_some(if self.geo.pairs { tid } else { old }))
                 }
                 // Live in the owner's append run: replaced there (by the routed path).
                 Err((_, Ok(i))) if !run.is_dead(i) => {
@@ -352,21 +348,20 @@ impl<K: SbKey> SbTree<K> {
                     let key_words = key.to_words();
                     run.late_head.widen(key_words, || key_words);
                     if run.late_insert(j, (key, tid), self.geo.pairs, &self.res) {
-                        Ok(())
+                        Ok(None)
                     } else {
                         Err(())
                     }
                 }
             }
         };
-        if inserted.is_err() {
+        let Ok(replaced) = inserted else {
+            return self.not_inserted(segment, run);
+        };
+        self.counters.late.add(1);
+        if let Some(present) = replaced {
             run.head.end();
-            // Full, or closed by a sealer (which captured it under the lock).
-            return if segment.head.is_closed() {
-                Inserted::Dropped
-            } else {
-                Inserted::Full
-            };
+            return Inserted::Done(Some(present));
         }
         // The late run is captured under its lock, so the entry is in the segment; the peers'
         // check fences (if there are peers) to order its publication before their entries.
@@ -376,6 +371,19 @@ impl<K: SbKey> SbTree<K> {
         let result = self.check_peers(segment, run, owner, Place::Late { slot: run.slot }, pos);
         run.head.end();
         Inserted::Done(result)
+    }
+
+    /// A late insert that found the late run full where the entry goes, or closed by a
+    /// sealer (which captured it under the lock): ends the insert's mark and says which.
+    #[cold]
+    #[inline(never)]
+    fn not_inserted(&self, segment: &Segment<K>, run: &Run<K>) -> Inserted {
+        run.head.end();
+        if segment.head.is_closed() {
+            Inserted::Dropped
+        } else {
+            Inserted::Full
+        }
     }
 
     /// After publishing the entry at `mine` (position `pos`) and a light barrier (the

@@ -267,7 +267,6 @@ impl<K: SbKey> SbTree<K> {
                 Inserted::Full
             }
         } else {
-            self.counters.late.add(1);
             self.insert_late(segment, run, owner, key, tid)
         };
         match inserted {
