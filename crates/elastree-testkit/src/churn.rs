@@ -36,7 +36,7 @@ pub fn churn(index: &dyn Index, keys: u64, updates: u64, threads: u64, seed: u64
                     // This thread's keys: i = t + j * threads.
                     let mine = space.div_ceil(threads);
                     let mut present: Vec<bool> = (0..mine)
-                        .map(|j| (t + j * threads) % 2 == 0 && t + j * threads < space)
+                        .map(|j| (t + j * threads).is_multiple_of(2) && t + j * threads < space)
                         .collect();
                     for (j, &p) in present.iter().enumerate() {
                         if p {

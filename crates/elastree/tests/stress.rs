@@ -162,7 +162,7 @@ fn write(
             burst_start + rng.gen_range(0..mix.burst)
         };
         let k = i * WRITERS + w;
-        if k % STABLE_EVERY == 0 {
+        if k.is_multiple_of(STABLE_EVERY) {
             continue;
         }
         let key = encode(enc, k);

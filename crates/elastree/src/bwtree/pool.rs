@@ -82,7 +82,7 @@ impl Default for DeltaPool {
 /// The size class of a block of `size` bytes (a multiple of 8), if kept.
 #[inline]
 fn class(size: usize) -> Option<usize> {
-    debug_assert!(size % 8 == 0 && size > 0);
+    debug_assert!(size.is_multiple_of(8) && size > 0);
     (size <= LARGEST).then(|| size / 8 - 1)
 }
 

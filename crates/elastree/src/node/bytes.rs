@@ -245,7 +245,7 @@ impl<'n> WordBytes<'n> {
     /// Stores `bytes` as whole words from word `first` on (`bytes.len()` a multiple of 8).
     /// Writer only, as [`WordBytes::write`].
     pub(crate) fn store_words(&self, first: usize, bytes: &[u8]) {
-        debug_assert!(bytes.len() % 8 == 0);
+        debug_assert!(bytes.len().is_multiple_of(8));
         for (w, chunk) in bytes.chunks_exact(8).enumerate() {
             let word = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
             self.words[first + w].store(word, Ordering::Relaxed);

@@ -81,7 +81,7 @@ pub struct BlockAlloc {
 impl BlockAlloc {
     /// An allocator of blocks of `block_bytes` bytes (a multiple of [`BLOCK_ALIGN`]).
     pub fn new(block_bytes: usize) -> Self {
-        assert!(block_bytes > 0 && block_bytes % BLOCK_ALIGN == 0);
+        assert!(block_bytes > 0 && block_bytes.is_multiple_of(BLOCK_ALIGN));
         Self {
             block_bytes,
             shards: (0..STRIPES).map(|_| Shard::default()).collect(),

@@ -109,7 +109,7 @@ mod tests {
     fn moves_carry_every_bit() {
         for (from, to) in [(3, 4), (4, 3), (10, 100), (100, 10), (60, 70)] {
             let bits = DeadBits::new(256);
-            let pattern = |i: usize| i % 3 == 0 || i == 7;
+            let pattern = |i: usize| i.is_multiple_of(3) || i == 7;
             for i in 0..20 {
                 bits.set(from + i, pattern(i));
             }

@@ -72,7 +72,7 @@ impl SbTreeOptions {
                 ))
             }
         }
-        if !(256..=65536).contains(&self.block_bytes) || self.block_bytes % 64 != 0 {
+        if !(256..=65536).contains(&self.block_bytes) || !self.block_bytes.is_multiple_of(64) {
             return bad(format!(
                 "block bytes must be a multiple of 64 from 256 to 65536, not {}",
                 self.block_bytes

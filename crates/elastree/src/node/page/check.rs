@@ -12,7 +12,7 @@ use crate::node::bytes::key_word;
 pub(super) fn check_page(node: &NodeHeader, config: &PageConfig) -> Result<(), String> {
     let page = Page::of(node, config.form);
     let count = node.count();
-    if page.bytes % 8 != 0 || page.cap > config.form.max_cap(page.bytes) {
+    if !page.bytes.is_multiple_of(8) || page.cap > config.form.max_cap(page.bytes) {
         return Err(format!(
             "shape {} bytes, {} entries is not a page",
             page.bytes, page.cap

@@ -290,7 +290,7 @@ impl<'n> Page<'n> {
     /// Writes the shape word of a page being allocated or rebuilt (write lock held, or
     /// unpublished), its `SUFFIX_FREE` flag clear. `cap` must leave the bin its pad word.
     pub fn set_shape(node: &NodeHeader, bytes: usize, cap: usize, form: Form) {
-        debug_assert!(bytes % 8 == 0 && cap <= form.max_cap(bytes));
+        debug_assert!(bytes.is_multiple_of(8) && cap <= form.max_cap(bytes));
         shape_word(node).store((bytes as u64) << 32 | cap as u64, Ordering::Relaxed);
     }
 
