@@ -441,7 +441,7 @@ impl<'a, K: SbKey> Body<'a, K> {
             return (len, false);
         }
         // Not above the last: among the entries before it, or the last itself.
-        let lo = first_not_below((0, len - 1), pos, at);
+        let lo = first_not_below((0, len - 1), pos, pairs, at);
         (lo, at(lo) == pos)
     }
 

@@ -48,7 +48,9 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::bits::DeadBits;
-use super::key::{entry_words, load_entry, load_pos, store_entry, Pos, SbKey};
+use super::key::{
+    entry_words, first_not_below, load_entry, load_pos, partition_point, store_entry, Pos, SbKey,
+};
 use super::Resources;
 
 /// An entry and whether it is dead.
@@ -145,7 +147,7 @@ impl<K: SbKey> LateRun<K> {
     /// before it), cutting a new allocator block when `id` starts one.
     fn carve(&self, id: usize, res: &Resources) -> *mut u8 {
         let chunk = &self.chunks[id / self.pieces];
-        if id % self.pieces == 0 {
+        if id.is_multiple_of(self.pieces) {
             res.run_blocks.add(res.blocks.block_bytes());
             chunk.store(res.blocks.alloc().as_ptr(), Ordering::Release);
         }
@@ -216,15 +218,9 @@ impl<K: SbKey> LateRun<K> {
             hi = probe;
             step *= 2;
         }
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.sep(mid, pairs) <= pos {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo - 1
+        // The first slot above `pos` is in `lo..hi`: the first whose separator is not at or
+        // below it.
+        partition_point((lo, hi), |s| !pos.below(self.sep(s, pairs), pairs)) - 1
     }
 
     /// Where `pos` is: `Ok` at the entry that has it, else `Err` where it would go.
@@ -236,16 +232,22 @@ impl<K: SbKey> LateRun<K> {
         let slot = self.route(pos, pairs, used);
         let block = self.block(slot);
         let n = if block.is_null() { 0 } else { self.count(slot) };
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match load_pos(self.words(block, mid), pairs).cmp(&pos) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(LatePlace { slot, j: mid }),
-            }
+        let w = entry_words::<K>();
+        // The block's entries as one slice, indexed without the clamp of `words` (whose
+        // branch would stop the search's selects from staying conditional moves).
+        // SAFETY: as in `words`: a block of this run holds `per_block >= n` entries of `w`
+        // words; a null block has no entries (`n == 0`, nothing read).
+        let words = match n {
+            0 => &[][..],
+            _ => unsafe { std::slice::from_raw_parts(block.cast::<AtomicU64>(), n * w) },
+        };
+        let at = |j: usize| load_pos(&words[j * w..(j + 1) * w], pairs);
+        let j = first_not_below((0, n), pos, pairs, at);
+        if j < n && at(j) == pos {
+            Ok(LatePlace { slot, j })
+        } else {
+            Err(LatePlace { slot, j })
         }
-        Err(LatePlace { slot, j: lo })
     }
 
     /// The entry at `at` (from [`LateRun::find`] in the same read).

@@ -308,7 +308,7 @@ impl<K: SbKey> SearchLayer<K> {
                 }
             }
             lengths.push(index + 1);
-            if index % self.fanout != 0 {
+            if !index.is_multiple_of(self.fanout) {
                 break;
             }
             index /= self.fanout;
@@ -332,7 +332,7 @@ impl<K: SbKey> SearchLayer<K> {
             key: keys[i],
             tid: if self.pairs { tids[i] } else { 0 },
         };
-        first_not_below((0, len), pos, at)
+        first_not_below((0, len), pos, self.pairs, at)
     }
 
     /// The block of entry `i` (below [`SearchLayer::len`]).
