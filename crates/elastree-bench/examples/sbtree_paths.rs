@@ -11,7 +11,8 @@
 //! with the first `keys / n` keys, and the run ends after the load); `YIELD=1`
 //! has each yield after every batch (under valgrind, which runs one thread at a time, the
 //! threads then take turns batch by batch, as they interleave on two cores);
-//! `RUN_BLOCKS=b` sets the SB-tree's blocks per run (its segment size). The CPU
+//! `RUN_BLOCKS=b` sets the SB-tree's blocks per run (its segment size), `FANOUT=f` its search
+//! layer's fan-out. The CPU
 //! time per key of each inserting thread and of the maintenance thread over the load goes
 //! to standard error (Linux).
 
@@ -129,17 +130,20 @@ fn load_separately(kind: IndexKind, keys: &[[u8; 8]], threads: usize) -> f64 {
     (keys.len() * threads) as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
-/// A builder of `kind` for 8-byte keys; an SB-tree's `run_blocks` from the environment's
-/// `RUN_BLOCKS` when set.
+/// A builder of `kind` for 8-byte keys; an SB-tree's `run_blocks` and search-layer fan-out
+/// from the environment's `RUN_BLOCKS` and `FANOUT` when set.
 fn builder(kind: IndexKind) -> IndexBuilder {
     let builder = IndexBuilder::new(kind).key_len(KeyLen::Fixed(8));
-    match std::env::var("RUN_BLOCKS") {
-        Ok(blocks) if kind == IndexKind::SbTree => builder.with_kind(SbTreeOptions {
-            run_blocks: blocks.parse().expect("RUN_BLOCKS: blocks"),
-            ..SbTreeOptions::default()
-        }),
-        _ => builder,
+    if kind != IndexKind::SbTree {
+        return builder;
     }
+    let env = |name: &str| std::env::var(name).ok().map(|v| v.parse().expect(name));
+    let default = SbTreeOptions::default();
+    builder.with_kind(SbTreeOptions {
+        run_blocks: env("RUN_BLOCKS").unwrap_or(default.run_blocks),
+        fanout: env("FANOUT").unwrap_or(default.fanout),
+        ..default
+    })
 }
 
 fn main() {
