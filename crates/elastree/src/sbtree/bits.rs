@@ -71,8 +71,19 @@ impl DeadBits {
     }
 
     /// Under the owner's lock: moves bits `from..from + len` to `to..to + len` (the ranges
-    /// may overlap), when any of them is set (rarely: only deletes set them).
+    /// may overlap), when any of them is set (rarely: only deletes set them). Inlined down
+    /// to the test that no bit was ever set (a late insert moves bits every time).
+    #[inline(always)]
     pub fn move_range(&self, from: usize, to: usize, len: usize) {
+        if self.ever.load(Ordering::Relaxed) {
+            self.move_set_range(from, to, len);
+        }
+    }
+
+    /// [`DeadBits::move_range`] once some bit has been set.
+    #[cold]
+    #[inline(never)]
+    fn move_set_range(&self, from: usize, to: usize, len: usize) {
         if !self.any(from, from + len) && !self.any(to, to + len) {
             return;
         }
