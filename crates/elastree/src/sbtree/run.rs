@@ -302,7 +302,7 @@ impl<K: SbKey> Run<K> {
     /// search between the ranks of its late slot ([`LateRun::rank_range`]).
     ///
     /// A range within one or two blocks is searched around where the key interpolates
-    /// ([`search_near`]; within one block, [`Run::find_in_one_block`] looks the block up
+    /// ([`search_near`], after [`Run::find_in_blocks`] looks the one or two blocks up
     /// once). A longer one starts where `pos`'s key interpolates between its first and last keys
     /// and searches that entry's block, or a neighbour, the same way
     /// ([`Run::find_in_block_of`]): time-series keys are close to evenly spread, so the
@@ -317,12 +317,7 @@ impl<K: SbKey> Run<K> {
         pairs: bool,
     ) -> Result<usize, usize> {
         if hi > lo && self.block_of(hi - 1) - self.block_of(lo) <= 1 {
-            if self.block_of(hi - 1) == self.block_of(lo) {
-                return self.find_in_one_block(pos, (lo, hi), pairs);
-            }
-            // Two blocks: each probe finds its block.
-            let at = |i: usize| load_pos(self.append_slot(i), pairs);
-            return search_near((lo, hi), pos, pairs, at);
+            return self.find_in_blocks(pos, (lo, hi), pairs);
         }
         let cmp = |i: usize| load_pos(self.append_slot(i), pairs).cmp(&pos);
         let range = (lo, hi);
@@ -347,19 +342,29 @@ impl<K: SbKey> Run<K> {
         Err(lo)
     }
 
-    /// [`Run::find_in`] when `lo..hi` (not empty) lies in one block, the usual range of a
-    /// late insert (a few hundred entries at most): the block is looked up once, then
-    /// searched by [`search_near`].
+    /// [`Run::find_in`] when `lo..hi` (not empty) lies in one block or two, the usual
+    /// range of a late insert (a few hundred entries at most): the blocks are looked up
+    /// once, and a probe takes its block by a conditional move, then [`search_near`].
     #[inline]
-    fn find_in_one_block(
+    fn find_in_blocks(
         &self,
         pos: Pos<K>,
         (lo, hi): (usize, usize),
         pairs: bool,
     ) -> Result<usize, usize> {
-        let b = self.block_of(lo);
-        let (block, base) = (self.blocks[b].load(Ordering::Acquire), b << self.shift);
-        let at = |i: usize| load_pos::<K>(self.slot_words(block, i - base), pairs);
+        let (first, last) = (self.block_of(lo), self.block_of(hi - 1));
+        let (low, high) = (
+            self.blocks[first].load(Ordering::Acquire),
+            self.blocks[last].load(Ordering::Acquire),
+        );
+        // Entries from `second` on are in the last block (in the first when they are one).
+        let (base, second) = (first << self.shift, last << self.shift);
+        let at = |i: usize| {
+            let high_half = i >= second;
+            let block = std::hint::select_unpredictable(high_half, high, low);
+            let start = std::hint::select_unpredictable(high_half, second, base);
+            load_pos::<K>(self.slot_words(block, i - start), pairs)
+        };
         search_near((lo, hi), pos, pairs, at)
     }
 
@@ -373,7 +378,7 @@ impl<K: SbKey> Run<K> {
     /// [`Run::find_in`]'s first try in a range that spans more than two blocks, from `guess`
     /// (in `lo..hi`): the block of `guess` or one of its neighbours, when one holds `pos`
     /// between its first and last entries (within the range), searched there
-    /// ([`Run::find_in_one_block`]); `None` when that fails. On time-series keys, a search of
+    /// ([`Run::find_in_blocks`]); `None` when that fails. On time-series keys, a search of
     /// the whole append run this way took 257 instructions per late insert at 50% delayed
     /// keys, where galloping from the first guess took 317.
     #[inline]
@@ -408,7 +413,7 @@ impl<K: SbKey> Run<K> {
                 Greater => {}
             }
             // First < pos < last: the place is inside the block's part of the range.
-            return Some(self.find_in_one_block(pos, (start, end), pairs));
+            return Some(self.find_in_blocks(pos, (start, end), pairs));
         }
         None
     }
