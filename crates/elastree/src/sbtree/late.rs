@@ -57,7 +57,7 @@ use super::Resources;
 pub type Marked<K> = ((K, u64), bool);
 
 /// Where an entry is (or would go) in a late run: directory slot and index in its block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LatePlace {
     slot: usize,
     j: usize,
@@ -599,7 +599,7 @@ impl<K: SbKey> Frozen<'_, K> {
 
     /// The place of the entry of rank `i < len`.
     #[inline]
-    fn place(&self, i: usize) -> LatePlace {
+    pub fn place(&self, i: usize) -> LatePlace {
         let slot = self.starts.partition_point(|&s| s <= i) - 1;
         LatePlace {
             slot,
@@ -613,21 +613,44 @@ impl<K: SbKey> Frozen<'_, K> {
         self.late.entry(self.place(i))
     }
 
-    /// The entry of rank `i` and whether it is dead.
+    /// The place of the entry ranked one above the one at `at` (past the last slot's end
+    /// after the last entry): a sequential read's step, where [`Frozen::place`] halves.
     #[inline]
-    pub fn marked(&self, i: usize) -> Marked<K> {
-        let at = self.place(i);
+    pub fn step(&self, at: LatePlace) -> LatePlace {
+        let last = self.starts.len().saturating_sub(2);
+        let mut next = LatePlace {
+            slot: at.slot,
+            j: at.j + 1,
+        };
+        while next.slot < last && self.starts[next.slot] + next.j >= self.starts[next.slot + 1] {
+            next = LatePlace {
+                slot: next.slot + 1,
+                j: 0,
+            };
+        }
+        next
+    }
+
+    /// The entry at `at` (a place of [`Frozen::place`] or [`Frozen::step`] below `len`)
+    /// and whether it is dead.
+    #[inline]
+    pub fn marked_at(&self, at: LatePlace) -> Marked<K> {
         (self.late.entry(at), self.late.is_dead(at))
     }
 
-    /// Appends the live entries of ranks `from..to` to `out`.
+    /// Appends the live entries of ranks `from..to` to `out` (the first place halved for,
+    /// the others stepped to).
     pub fn copy(&self, from: usize, to: usize, out: &mut Vec<(K, u64)>) {
-        out.extend(
-            (from..to)
-                .map(|i| self.place(i))
-                .filter(|&at| !self.late.is_dead(at))
-                .map(|at| self.late.entry(at)),
-        );
+        if from >= to {
+            return;
+        }
+        let mut at = self.place(from);
+        for _ in from..to {
+            if !self.late.is_dead(at) {
+                out.push(self.late.entry(at));
+            }
+            at = self.step(at);
+        }
     }
 }
 
@@ -700,9 +723,12 @@ mod tests {
                 }
                 let frozen = late.frozen();
                 assert_eq!(frozen.len(), model.len());
+                let mut stepped = frozen.place(0);
                 for (i, &(k, d)) in model.iter().enumerate() {
-                    assert_eq!(frozen.marked(i), ((k, k + 1), d));
+                    assert_eq!(stepped, frozen.place(i), "a step to rank {i}");
+                    assert_eq!(frozen.marked_at(stepped), ((k, k + 1), d));
                     assert_eq!(frozen.entry(i), (k, k + 1));
+                    stepped = frozen.step(stepped);
                 }
                 let mut live = Vec::new();
                 frozen.copy(0, frozen.len(), &mut live);

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::key::{Pos, SbKey};
-use super::late::{Frozen, LateRun};
+use super::late::{Frozen, LatePlace, LateRun};
 use super::protocol::SegmentHead;
 use super::run::{late_blocks, Run};
 use super::{Geometry, Resources};
@@ -445,6 +445,8 @@ pub struct Part<'s, K: SbKey> {
     run: &'s Run<K>,
     /// The captured late run, by rank, if this part is one.
     late: Option<Frozen<'s, K>>,
+    /// For a late part, the place of entry `next` (while `next < end`).
+    late_at: LatePlace,
     next: usize,
     end: usize,
     /// Entry `next`, its position and whether it is dead, while `next < end` (read once
@@ -469,28 +471,43 @@ impl<K: SbKey> Part<'_, K> {
         Pos::of(key, tid, pairs)
     }
 
-    /// Reads entry `next` into the head, if there is one.
+    /// Reads entry `next` into the head, if there is one; a late part finds its place by
+    /// rank first.
     #[inline]
     fn read_head(&mut self, pairs: bool) {
+        if let Some(late) = &self.late {
+            if self.next < self.end {
+                self.late_at = late.place(self.next);
+            }
+        }
+        self.read_head_at(pairs);
+    }
+
+    /// [`Part::read_head`] where a late part's `late_at` is already entry `next`'s place.
+    #[inline]
+    fn read_head_at(&mut self, pairs: bool) {
         if self.next < self.end {
-            let i = self.next;
-            // A late entry's rank is looked up once for both.
             let ((key, tid), dead) = match &self.late {
-                Some(late) => late.marked(i),
-                None => (self.run.entry(i), self.run.is_dead(i)),
+                Some(late) => late.marked_at(self.late_at),
+                None => (self.run.entry(self.next), self.run.is_dead(self.next)),
             };
             self.head = ((key, tid), Pos::of(key, tid, pairs), dead);
         }
     }
 
-    /// Appends entry `next` to `out` if it is live, moves past it and reads the next head.
+    /// Appends entry `next` to `out` if it is live, moves past it and reads the next head
+    /// (a late part steps to its place instead of halving the directory for it: the merge
+    /// of a thread's two parts takes a late entry this way once for every late key).
     #[inline]
     fn take_one(&mut self, out: &mut Vec<(K, u64)>, pairs: bool) {
         if !self.head.2 {
             out.push(self.head.0);
         }
         self.next += 1;
-        self.read_head(pairs);
+        if let Some(late) = &self.late {
+            self.late_at = late.step(self.late_at);
+        }
+        self.read_head_at(pairs);
     }
 
     /// Appends the live entries among `next..to` to `out`, moves past them and reads the
@@ -530,6 +547,7 @@ impl<'s, K: SbKey> Captured<'s, K> {
                 let mut part = Part {
                     run,
                     late: late.then(|| run.captured_late()),
+                    late_at: LatePlace::default(),
                     next: 0,
                     end,
                     head: ((K::MIN, 0), Pos::MIN, false),
