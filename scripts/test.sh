@@ -159,6 +159,9 @@ tests_and_beside() {
 step "system dependencies" scripts/install-deps.sh
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The library crates' documentation: no broken links, none to items a reader cannot see.
+step "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet \
+  -p elastree -p elastree-dist -p elastree-testkit -p elastree-bench
 step "build the tests (test profile)" cargo test --workspace --no-run --quiet
 step "cargo test (workspace), memcheck, loom and ASan beside it" tests_and_beside
 

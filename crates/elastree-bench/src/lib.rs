@@ -9,7 +9,7 @@
 //! * [`ycsb`]: the YCSB core workloads' operation streams;
 //! * [`alloc`]: the counting global allocator and RSS readings for memory figures (from
 //!   `elastree-testkit`, which the memory tests share);
-//! * [`run`]: a run measured with a progress bar, what `bench` and `repro` share;
+//! * [`runner`]: a run measured with a progress bar, what `bench` and `repro` share;
 //! * [`output`]: the one writer of measured rows (JSON lines, CSV, the results files);
 //! * [`report`]: the bench command's table and its rows;
 //! * [`cluster`]: the distributed kinds (`dist`, `dist-baseline`): their cluster, their

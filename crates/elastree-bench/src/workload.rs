@@ -27,7 +27,7 @@
 //!   order, 30% scans of 10-100 keys, 10% scans of 5-10 keys and 10% lookups, on an index of
 //!   its own loaded (untimed) with the first half of the key set; in operations per second.
 //!
-//! Every workload samples latency: every [`LATENCY_SAMPLE_EVERY`]-th operation (scan, for the
+//! Every workload samples latency: every [`LATENCY_SAMPLE_EVERY`](crate::runner::timing::LATENCY_SAMPLE_EVERY)-th operation (scan, for the
 //! scan workloads; YCSB operation of whatever kind) is timed on its own. A bulk load (the
 //! sorted array) is one operation and has no per-operation latency.
 //!
@@ -334,7 +334,7 @@ pub struct Measurement {
     /// Throughput of each repetition, in millions of operations (keys, for scans) per second.
     pub mops: Vec<f64>,
     /// Sampled single-operation latencies of every repetition, in nanoseconds: every
-    /// [`LATENCY_SAMPLE_EVERY`]-th operation (a whole scan, for the scan workloads); none for a
+    /// [`LATENCY_SAMPLE_EVERY`](crate::runner::timing::LATENCY_SAMPLE_EVERY)-th operation (a whole scan, for the scan workloads); none for a
     /// bulk load.
     pub latency_ns: Vec<u64>,
     /// Bytes allocated by the loaded index per key, from the counting allocator.

@@ -367,7 +367,7 @@ pub struct ReproArgs {
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
 
-    /// Where to write the report, plots and raw rows (default: results/<EXPERIMENT>/).
+    /// Where to write the report, plots and raw rows (default: `results/<EXPERIMENT>/`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 

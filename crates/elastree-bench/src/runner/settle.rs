@@ -36,9 +36,9 @@ const FLUSHES_PER_ROUND: usize = 64;
 /// everything retired so far (by this thread and by threads that have exited), then pins
 /// and flushes from this (otherwise idle) thread, which advances the epoch and drains the
 /// queue, until the marker has been freed: the queue is collected in order, so everything
-/// queued before it has been collected too. Then it goes on until [`QUIET_ROUNDS`]
+/// queued before it has been collected too. Then it goes on until `QUIET_ROUNDS`
 /// consecutive rounds free nothing more (a bag another thread took from the queue may still
-/// be being freed), for at most [`SETTLE_ROUNDS`] rounds. A thread of the process that is
+/// be being freed), for at most `SETTLE_ROUNDS` rounds. A thread of the process that is
 /// pinned holds the epoch back: rounds are 1 ms apart so that such a thread, descheduled on
 /// a busy machine, gets to run and unpin. Gives up after [`SETTLE_LIMIT`].
 ///

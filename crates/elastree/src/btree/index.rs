@@ -188,7 +188,7 @@ impl KindOptions for BTreeOptions {
 }
 
 /// A family of node representations, one per key form, that a [`TreeIndex`] is built
-/// from: the plain B+-tree's ([`Plain`]) or the elastic tree's ([`Elastic`]).
+/// from: the plain B+-tree's ([`Plain`]) or the elastic tree's ([`Elastic`](super::Elastic)).
 pub trait Family: Send + Sync + Sized + 'static {
     /// For unique 8-byte keys.
     type U64: for<'a> LeafPolicy<Probe<'a> = u64, Owned = u64>;

@@ -1,5 +1,5 @@
 //! The concurrent B+-tree with optimistic lock coupling (OLC), generic over the node
-//! representation ([`NodeRepr`]).
+//! representation ([`NodeRepr`](crate::node::NodeRepr)).
 //!
 //! # Protocol
 //!

@@ -1,6 +1,6 @@
 //! The Bw-tree (`../shared/papers/002`): a latch-free B+-tree whose pages are never changed
-//! in place. A page is named by a logical id; the mapping table ([`table`]) maps it to the
-//! top of its delta chain. Writers prepend a delta record ([`delta`]) with a
+//! in place. A page is named by a logical id; the mapping table (`table`) maps it to the
+//! top of its delta chain. Writers prepend a delta record (`delta`) with a
 //! compare-and-swap on that entry; readers walk the chain from one read of the entry and
 //! never wait or retry on a lock. A reader writes shared memory (besides the epoch pin) in two
 //! cases only: it finishes a merge it meets (see below), and a lookup, scan or cursor that

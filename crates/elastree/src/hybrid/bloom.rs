@@ -7,7 +7,7 @@
 //! key.
 //!
 //! Layout: `blocks` cache lines of 512 bits each (eight `AtomicU64` words, 64-byte
-//! aligned). A key selects one block from the high half of its hash and sets [`PROBES`]
+//! aligned). A key selects one block from the high half of its hash and sets `PROBES`
 //! bits inside it chosen by successive 9-bit slices of the low half, so a query touches one
 //! cache line. Invariant: `blocks` is a power of two, so the block is `hash >> 32 & mask`.
 

@@ -95,7 +95,7 @@ impl<'a> StaticStream<'a> {
 }
 
 /// A dynamic stage read as a [`Stream`] in batches of tree entries: the first batch small,
-/// for short scans, and each next one twice as large up to [`MAX_BATCH`]. Between batches
+/// for short scans, and each next one twice as large up to `MAX_BATCH`. Between batches
 /// the stream resumes after the last tree key it saw, so concurrent writes never make it
 /// repeat or go backwards.
 pub struct DynamicStream<'a> {

@@ -18,19 +18,19 @@
 //!                 an append run (the shortcut) and a sorted late run   (run.rs, late.rs)
 //! ```
 //!
-//! Keys are fixed-width integers ([`key::SbKey`]: 8-byte keys as `u64`, 16-byte keys as
-//! `u128`); a non-unique index orders entries by (key, tid) ([`key::Pos`]).
+//! Keys are fixed-width integers (`key::SbKey`: 8-byte keys as `u64`, 16-byte keys as
+//! `u128`); a non-unique index orders entries by (key, tid) (`key::Pos`).
 //!
 //! # Inserts
 //!
-//! * **The shortcut** ([`shortcut`]): an entry above the frontier's lower bound and above its
+//! * **The shortcut** (`shortcut`): an entry above the frontier's lower bound and above its
 //!   thread's last append is appended to the thread's run: no lock, no shared write, one
 //!   fence, then a look at the other threads' runs whose key ranges cover the key (see
 //!   [`protocol`] for why two inserts of one key always meet).
 //! * **Late entries in the frontier** (above its lower bound, below the thread's last
-//!   append) go into the thread's late run ([`late`]), sorted blocks under the run's lock.
+//!   append) go into the thread's late run (`late`), sorted blocks under the run's lock.
 //! * **Entries for a sealed segment** (below the frontier, above the next older segment's
-//!   lower bound) go into its spill while it converts ([`segment`]), unless they replace a
+//!   lower bound) go into its spill while it converts (`segment`), unless they replace a
 //!   tid it holds (those wait for the conversion, then go on as below).
 //! * **Delayed entries** (below every segment) go through the search layer to their data
 //!   block, under its version lock: into the block's late slots while there are some, else
@@ -48,17 +48,17 @@
 //! # Reads
 //!
 //! A position's place is the newest segment whose lower bound is below it, else the data
-//! layer ([`tree::SbTree::route`]). In a segment, a reader searches every run whose key
+//! layer (`tree::SbTree::route`). In a segment, a reader searches every run whose key
 //! range covers the position; in the data layer it searches the search layer (the newest
 //! 128 blocks' fences first, where delayed keys land, then a descent from the top), then moves
 //! right while the position is at or above the block's high fence, then searches the
-//! block's N-ary table, one bucket of its keys (vector compares: [`simd`]) and its late slots,
-//! and validates the block's version. Scans ([`scan`]) walk data blocks left to right (or
+//! block's N-ary table, one bucket of its keys (vector compares: `simd`) and its late slots,
+//! and validates the block's version. Scans (`scan`) walk data blocks left to right (or
 //! re-descend block by block for descending scans) and merge the runs of the segments.
 //!
 //! # Memory
 //!
-//! Every block comes from the tree's block allocator ([`alloc`]), which keeps freed blocks
+//! Every block comes from the tree's block allocator (`alloc`), which keeps freed blocks
 //! on per-thread free lists, and whose next huge-page chunk the maintenance thread faults in
 //! ahead of need; every byte (blocks, headers, the search layer, runs, segments, that
 //! reserve) is counted ([`crate::Index::memory`]).
@@ -120,7 +120,7 @@ pub struct Geometry {
     /// `late_slots` times 1, 2, 4 and 8, in at most half a block (see
     /// [`Geometry::late_level`]).
     pub late_levels: [usize; LATE_LEVELS],
-    /// The capacities of a body in each form ([`body::FORMS`]) at each late level.
+    /// The capacities of a body in each form (`body::FORMS`) at each late level.
     pub capacities: [[usize; 4]; LATE_LEVELS],
 }
 

@@ -59,7 +59,7 @@ const NOT_CAPTURED: u64 = u64::MAX;
 /// The protocol words of one run. Keys are two words (high, low), compared as one integer.
 ///
 /// Layout: the words the owner writes on every append (`count`, `in_flight`) share the first
-/// cache line; the rest ([`RunBounds`]) are on a line of their own, written rarely (a range
+/// cache line; the rest (`RunBounds`) are on a line of their own, written rarely (a range
 /// widens a few times per 64 appends), so that the peers that load them on every append of
 /// their own find them in their caches (on one line with `count`, each such load missed).
 #[derive(Debug)]

@@ -18,9 +18,9 @@
 //!   thread and with a reader and a writer thread.
 //!
 //! Every experiment drives the indexes through elastree's [`Index`] trait (the benchmark's
-//! `BenchIndex` is unique-only and knows no merges), keeps one [`Cell`] of repetition values
-//! per index, key set, uniqueness and measure, writes them as rows ([`Row`], fields
-//! [`FIELDS`]) with the shared report writer, and ends with the targets of issue 5 it speaks
+//! `BenchIndex` is unique-only and knows no merges), keeps one `Cell` of repetition values
+//! per index, key set, uniqueness and measure, writes them as rows (`Row`, fields
+//! `FIELDS`) with the shared report writer, and ends with the targets of issue 5 it speaks
 //! to, PASS or FAIL as computed from the run's numbers. Tid of key `i` is `i` (non-unique:
 //! pair `r` of key `k` has tid `r * D + k`, D the number of distinct keys). Memory is the
 //! index's own accounting (`Index::memory().total()`) and the counting allocator's figure,

@@ -111,7 +111,7 @@ impl PageImage {
     }
 
     /// A copy of `base` (an immutable page) with `edits` applied (sorted by key and tid,
-    /// each key once), built without decoding `base`'s keys (see [`patch`](super::patch));
+    /// each key once), built without decoding `base`'s keys (see `patch`);
     /// `None` when that cannot be done (a key outside the page prefix, no entry left, or a
     /// result that does not fit one page: then collect the entries and [`Self::build`]).
     /// The image's entries are not used; its buffers serve as scratch.
@@ -126,7 +126,7 @@ impl PageImage {
 
     /// Splits leaf `base` (an immutable page with at least 2 entries: published and never
     /// changed, or not shared) in two new pages by moving its entries as they are
-    /// ([`cut`](super::cut)'s `split_moved`: the split point chosen from the page itself,
+    /// (`cut`'s `split_moved`: the split point chosen from the page itself,
     /// only the two keys around it decoded), with the separator between them. `None`, with
     /// nothing allocated, when a half would get a longer prefix than `base` has or would
     /// not fit one page: then collect the entries and rebuild. The halves may have more

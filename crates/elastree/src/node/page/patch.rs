@@ -34,7 +34,7 @@ pub struct Edit<'a> {
     pub at: Option<(usize, bool)>,
 }
 
-/// A page built by [`patch`], unpublished.
+/// A page built by `patch`, unpublished.
 #[derive(Debug)]
 pub struct Patched {
     /// The page.
