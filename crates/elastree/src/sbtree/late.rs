@@ -206,12 +206,14 @@ impl<K: SbKey> LateRun<K> {
     /// keys, so it lands in one of the last few slots of a directory that spans the whole
     /// segment, and the search costs a probe or three instead of a halving of the directory.
     fn route(&self, pos: Pos<K>, pairs: bool, used: usize) -> usize {
+        // Slot `s` starts at or below `pos`.
+        let starts_below = |s: usize| !pos.below(self.sep(s, pairs), pairs);
         // Slots from `hi` on hold positions above `pos`; the place is in `lo - 1..hi`.
         let (mut lo, mut hi) = (1, used);
         let mut step = 1;
         while hi > lo {
             let probe = hi - step.min(hi - lo);
-            if self.sep(probe, pairs) <= pos {
+            if starts_below(probe) {
                 lo = probe + 1;
                 break;
             }
@@ -220,7 +222,7 @@ impl<K: SbKey> LateRun<K> {
         }
         // The first slot above `pos` is in `lo..hi`: the first whose separator is not at or
         // below it.
-        partition_point((lo, hi), |s| !pos.below(self.sep(s, pairs), pairs)) - 1
+        partition_point((lo, hi), starts_below) - 1
     }
 
     /// Where `pos` is: `Ok` at the entry that has it, else `Err` where it would go.

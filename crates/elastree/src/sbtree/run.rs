@@ -61,9 +61,9 @@ pub struct Owner<K: SbKey> {
     pub gaps: Vec<Option<(Pos<K>, Pos<K>)>>,
 }
 
-/// Ranges of append entries at least this long are searched from an interpolated guess
-/// ([`Run::find_in`]).
-const WALK_FROM: usize = 8;
+/// Ranges of append entries at least this long that span more than two blocks start
+/// from an interpolated guess ([`Run::find_in`]).
+const INTERPOLATE_FROM: usize = 8;
 
 /// The entries around its interpolated guess that [`search_near`] halves first.
 const WINDOW: usize = 32;
@@ -319,27 +319,19 @@ impl<K: SbKey> Run<K> {
         if hi > lo && self.block_of(hi - 1) - self.block_of(lo) <= 1 {
             return self.find_in_blocks(pos, (lo, hi), pairs);
         }
-        let cmp = |i: usize| load_pos(self.append_slot(i), pairs).cmp(&pos);
-        let range = (lo, hi);
-        let (mut lo, mut hi) = range;
-        if hi - lo >= WALK_FROM {
+        let at = |i: usize| load_pos(self.append_slot(i), pairs);
+        let mut range = (lo, hi);
+        if hi - lo >= INTERPOLATE_FROM {
             let guess = interpolate(self.entry(lo).0, self.entry(hi - 1).0, pos.key, hi - 1 - lo);
             if let Some(guess) = guess.map(|g| lo + g) {
                 if let Some(found) = self.find_in_block_of(guess, range, pos, pairs) {
                     return found;
                 }
-                (lo, hi) = gallop_around(guess, range, cmp);
+                range = gallop_around(guess, range, |i| at(i).cmp(&pos));
             }
         }
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match cmp(mid) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+        // The entry at the end of a galloped range is above `pos` (or past the run's).
+        search_near(range, pos, pairs, at)
     }
 
     /// [`Run::find_in`] when `lo..hi` (not empty) lies in one block or two, the usual
@@ -740,7 +732,7 @@ mod tests {
                 let (k, t) = entry(c as u64);
                 run.write_entry_for_test(c, k, t);
             }
-            for len in [WALK_FROM, 100, n] {
+            for len in [INTERPOLATE_FROM, 100, n] {
                 for c in 0..len {
                     let (k, t) = entry(c as u64);
                     let pos = Pos::of(k, t, pairs);

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::block::Block;
 use super::body::{self, Locator, Reach};
-use super::key::{first_not_below, interpolate, Pos, SbKey};
+use super::key::{first_not_below, interpolate, partition_point, Pos, SbKey};
 use super::simd::Kernel;
 
 /// The last entries of level 0 that [`SearchLayer::find_hinted`] searches before it
@@ -238,26 +238,19 @@ impl<K: SbKey> SearchLayer<K> {
         if len > RECENT {
             let (keys, tids) = self.published(0, len);
             let pairs = self.pairs;
-            let at_or_below = |i: usize| {
+            // Fence `i` is at or below `pos` (below it, `strict`).
+            let before = |i: usize| {
                 let fence = Pos::of(keys[i], if pairs { tids[i] } else { 0 }, pairs);
                 if strict {
-                    fence < pos
+                    fence.below(pos, pairs)
                 } else {
-                    fence <= pos
+                    !pos.below(fence, pairs)
                 }
             };
-            let (mut lo, mut hi) = (len - RECENT, len);
-            if at_or_below(lo) {
-                // The last fence at or below `pos` is in `lo..hi`.
-                while hi - lo > 1 {
-                    let mid = (lo + hi) / 2;
-                    if at_or_below(mid) {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                return Some(lo);
+            let first = len - RECENT;
+            if before(first) {
+                // The last such fence is in `first..len`.
+                return Some(partition_point((first + 1, len), before) - 1);
             }
         }
         let top = self.levels.len() - 1;

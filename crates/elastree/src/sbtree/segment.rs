@@ -36,7 +36,7 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::key::{Pos, SbKey};
+use super::key::{partition_point, Pos, SbKey};
 use super::late::{Frozen, LatePlace, LateRun};
 use super::protocol::SegmentHead;
 use super::run::{late_blocks, Run};
@@ -670,16 +670,7 @@ fn gallop(from: usize, end: usize, below: impl Fn(usize) -> bool) -> usize {
             break;
         }
     }
-    let mut lo = (good + 1).min(end);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if below(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    partition_point(((good + 1).min(end), hi), below)
 }
 
 impl<K: SbKey> Drop for Segment<K> {

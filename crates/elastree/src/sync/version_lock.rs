@@ -20,8 +20,9 @@
 //! atomic stores, and release the lock with a release store of the bumped word (dropping the
 //! [`WriteGuard`]): no one else changes the word while it is locked (the compare-exchange
 //! only takes an unlocked word), so the holder knows its value, and a plain store costs
-//! less than a read-modify-write (which also waits for every earlier store to drain). If a reader's relaxed load observed any store of a writer, the writer's
-//! release fence synchronises with the reader's acquire fence, so the writer's lock
+//! less than a read-modify-write (which also waits for every earlier store to drain). If a
+//! reader's relaxed load observed any store of a writer, the writer's release fence
+//! synchronises with the reader's acquire fence, so the writer's lock
 //! acquisition happens before the reader's re-check and the re-check fails. A reader whose
 //! re-check succeeds therefore read only values written before `v` was published.
 //!
