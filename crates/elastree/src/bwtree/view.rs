@@ -224,7 +224,9 @@ impl BwTree {
             (Goal::Lookup | Goal::Route, Some(key)) => key,
             _ => return self.at_fences(node, probe, goal),
         };
-        let found = page.search_inline(key.probe(self.pairs));
+        // The header and mid-keys are loading already: the mapping-table read that led here
+        // asked for them (`Link::prefetch`, from the link's line class).
+        let found = page.search_loaded(key.probe(self.pairs));
         let count = page.count();
         if goal == Goal::Lookup {
             // A key the base page holds is the page's, as the chain read says (a base page

@@ -213,6 +213,13 @@ impl<'n> PageView<'n> {
         self.page.search_inline(probe)
     }
 
+    /// [`Self::search_inline`] without loading the mid-keys first (see
+    /// `Page::search_loading`).
+    #[inline(always)]
+    pub fn search_loaded(&self, probe: VarProbe<'_>) -> SearchResult {
+        self.page.search_loading(probe, false)
+    }
+
     /// Entry `i`'s value (0 past the capacity).
     #[inline]
     pub fn value(&self, i: usize) -> u64 {

@@ -156,11 +156,21 @@ impl Page<'_> {
     /// itself, so that the view's fields the search does not read are never computed.
     #[inline(always)]
     pub fn search_inline(&self, probe: VarProbe<'_>) -> SearchResult {
+        self.search_loading(probe, true)
+    }
+
+    /// [`Self::search_inline`], which starts loading the mid-keys first only if
+    /// `load_mids`: a caller that has already asked for them (the Bw-tree, whose mapping
+    /// table link says how many lines the header and mid-keys take) passes `false`.
+    #[inline(always)]
+    pub fn search_loading(&self, probe: VarProbe<'_>, load_mids: bool) -> SearchResult {
         let count = self.count();
         // Start loading the mid-keys the binary search will touch, in parallel.
-        match self.mids {
-            Mids::Four(m) => prefetch(&m[..count]),
-            Mids::Eight(m) => prefetch(&m[..count]),
+        if load_mids {
+            match self.mids {
+                Mids::Four(m) => prefetch(&m[..count]),
+                Mids::Eight(m) => prefetch(&m[..count]),
+            }
         }
         let meta = self.meta();
         if !self.suffix_free && self.node.is_leaf() {
