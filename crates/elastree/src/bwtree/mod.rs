@@ -131,7 +131,9 @@ use table::{MappingTable, PageId};
 use view::{Probe, Step};
 
 pub use cursor::{BwCursor, CursorStats, PrefixCursor, PrefixStats};
-pub use index::{BwTreeIndex, BwTreeOptions, BwTreeStats, DEFAULT_CHAIN_LENGTH};
+pub use index::{
+    BwTreeIndex, BwTreeOptions, BwTreeStats, DEFAULT_CHAIN_LENGTH, DEFAULT_INNER_PAGE_BYTES,
+};
 
 /// The root's id: fixed, so that the tree grows by replacing the root's chain.
 const ROOT: PageId = 0;
