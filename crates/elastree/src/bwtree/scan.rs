@@ -328,6 +328,15 @@ impl BwTree {
             end = end.min(search(s.key()).pos);
         }
         let end = end.max(start);
+        if ascending && split.is_none() && end == count && end - start + deltas.len() < limit {
+            // The scan goes on into the right sibling: its mapping-table entry and (through
+            // that) its header and mid-keys start loading now, while this page's entries are
+            // handed out, instead of after them.
+            let right = sibling(base);
+            if right != NO_SIBLING {
+                self.table.get(right);
+            }
+        }
         if !deltas.is_empty() {
             // Newest first; a stable sort keeps the newest of a key first.
             deltas.sort_by(|a, b| a.key().cmp(&b.key()));
