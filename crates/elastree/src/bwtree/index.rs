@@ -45,8 +45,8 @@ const DEFAULT_CAPACITY: usize = 128;
 /// `examples/bw_ops.rs` under callgrind, 4M random 8-byte keys (three levels against four),
 /// instructions per lookup / per insert: 128 entries 1,601 / 3,273; 512 entries 1,347 /
 /// 3,091 (an inner page is rebuilt whole for each split below it, a larger one at a larger
-/// cost, but the shorter descent saves more). At 200K keys (three levels either way) 1,219 / 3,066 against
-/// 1,209 / 3,022.
+/// cost, but the shorter descent saves more). At 200K keys (three levels either way):
+/// 1,219 / 3,066 against 1,209 / 3,022.
 const DEFAULT_INNER_CAPACITY: usize = 512;
 
 /// The largest inner page by default, in bytes: room for the 512 separators an inner page
