@@ -334,7 +334,7 @@ impl BwTree {
             // handed out, instead of after them.
             let right = sibling(base);
             if right != NO_SIBLING {
-                self.table.get(right);
+                self.table.start_loading(right);
             }
         }
         if !deltas.is_empty() {

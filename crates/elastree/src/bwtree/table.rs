@@ -125,6 +125,14 @@ impl MappingTable {
         })
     }
 
+    /// Starts loading page `id`'s entry and, through it, the first lines of its base page,
+    /// for a read that will come to the page shortly (a [`MappingTable::get`] whose answer
+    /// is not needed yet).
+    #[inline]
+    pub fn start_loading(&self, id: PageId) {
+        let _ = self.get(id);
+    }
+
     /// Replaces page `id`'s state `expected` with `new`; `false` if it was not `expected`.
     #[inline]
     pub fn cas(&self, id: PageId, expected: Link, new: Link) -> bool {
