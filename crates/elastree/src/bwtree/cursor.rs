@@ -37,6 +37,7 @@ use std::ops::Bound;
 
 use super::shim::{self, Guard};
 
+use super::consolidate::consolidates_first_leaf;
 use super::delta::{Kind, Link, Target};
 use super::key::Key;
 use super::scan::{above, below, probe_for, PageScratch};
@@ -110,7 +111,7 @@ fn base_of<'g>(top: Link) -> Option<&'g NodeHeader> {
         // of its chain outlives the pin.
         match unsafe { link.target::<'g>() } {
             Target::Null => return None,
-            Target::Delta(d) => link = d.next(),
+            Target::Delta(d) => link = d.entries_over().unwrap_or(d.next()),
             Target::Base(node) => return Some(node),
         }
     }
@@ -203,6 +204,8 @@ impl<'t> BwCursor<'t> {
         let tree = self.tree;
         let ascending = self.ascending;
         let mut guard = shim::pin();
+        // A short batch consolidates the leaf it reads (see `consolidate.rs`'s `SHORT_READ`).
+        let consolidate = consolidates_first_leaf(limit);
         loop {
             let near = bound_of(self.near.0, &self.near.1);
             let far = bound_of(self.far.0, &self.far.1);
@@ -216,7 +219,7 @@ impl<'t> BwCursor<'t> {
             let mut validated = None;
             let hinted = match self.hint.take() {
                 Some(hint) => {
-                    let found = tree.revisit(&hint, probe, &guard);
+                    let found = tree.revisit(&hint, probe, consolidate, &guard);
                     if found.is_some() {
                         self.stats.hinted += 1;
                         if hint.level == 0 {
@@ -232,7 +235,7 @@ impl<'t> BwCursor<'t> {
             };
             let (id, top) = hinted.unwrap_or_else(|| {
                 self.stats.descents += 1;
-                tree.find_leaf(probe, &guard)
+                tree.find_leaf(probe, consolidate, &guard)
             });
             let bounds = if ascending { (near, far) } else { (far, near) };
             let Some(read) =
@@ -310,7 +313,14 @@ impl<'t> BwCursor<'t> {
 impl BwTree {
     /// The leaf covering `probe` found from the remembered page `hint`, if the page passes
     /// validation (see the module docs): its id and chain top. `None`: descend from the root.
-    fn revisit(&self, hint: &Hint, probe: Probe<'_>, guard: &Guard) -> Option<(PageId, Link)> {
+    /// `consolidate`: as [`Self::leaf_for`]'s.
+    fn revisit(
+        &self,
+        hint: &Hint,
+        probe: Probe<'_>,
+        consolidate: bool,
+        guard: &Guard,
+    ) -> Option<(PageId, Link)> {
         let top = self.table.get(hint.id);
         let base = base_of(top)?;
         if base.level() != hint.level || !self.starts_at(base, hint.low()) {
@@ -318,10 +328,10 @@ impl BwTree {
         }
         if hint.level == 0 {
             // The page itself, or its right sibling when a split moved the key there.
-            return self.leaf_for(hint.id, probe, true, guard);
+            return self.leaf_for(hint.id, probe, consolidate, guard);
         }
         let leaf = self.descend_from(hint.id, probe)?;
-        self.leaf_for(leaf, probe, true, guard)
+        self.leaf_for(leaf, probe, consolidate, guard)
     }
 
     /// Whether base page `base`'s low fence is `low` (`None`: unbounded).
@@ -636,7 +646,7 @@ mod tests {
     /// Leaves' ids (a walk along the leaf level from the leftmost).
     fn leaves(tree: &BwTree) -> Vec<PageId> {
         let guard = shim::pin();
-        let (mut id, _) = tree.find_leaf(Probe::at(Key::MIN), &guard);
+        let (mut id, _) = tree.find_leaf(Probe::at(Key::MIN), true, &guard);
         let mut ids = vec![id];
         loop {
             let top = tree.table.get(id);

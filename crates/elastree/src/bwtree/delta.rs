@@ -24,12 +24,16 @@
 //! 56  marks     u64   with `base`: the marks (`Key::mark`) of the keys of this delta and
 //!                     of every delta below it, this one's in the low byte; else 0
 //! 64  key bytes, then high key bytes
+//! ..  with `base`, from the next multiple of 8: the directory, `depth - 1` Links to the
+//!     deltas below this one, the next first
 //! ```
 //!
 //! `base` and `marks` summarize the chain below a leaf's newest delta: a lookup whose key's
 //! mark is none of them knows, from the top delta alone, that no delta of the chain holds
 //! its key, and searches the base page without loading the deltas between (each a
-//! dependent load, usually a cache miss).
+//! dependent load, usually a cache miss). A read that needs them all (a scan, a
+//! consolidation) starts loading them all at once from the directory
+//! ([`Delta::start_loading_chain`]) instead of one after the other through `next`.
 //!
 //! Invariants: a delta is immutable once published (installed by a compare-and-swap on its
 //! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
@@ -258,9 +262,68 @@ pub(super) struct NewDelta<'a> {
 }
 
 impl Delta {
-    fn layout(key_len: usize, high_len: usize) -> Layout {
-        Layout::from_size_align(std::mem::size_of::<Delta>() + key_len + high_len, 8)
-            .expect("delta layout")
+    /// Where the directory starts (after the key bytes, 8-aligned).
+    #[inline]
+    fn directory_at(key_len: usize, high_len: usize) -> usize {
+        (std::mem::size_of::<Delta>() + key_len + high_len).next_multiple_of(8)
+    }
+
+    /// The allocation of a delta with these keys and `below` directory entries.
+    fn layout(key_len: usize, high_len: usize, below: usize) -> Layout {
+        let bytes = if below == 0 {
+            std::mem::size_of::<Delta>() + key_len + high_len
+        } else {
+            Self::directory_at(key_len, high_len) + 8 * below
+        };
+        Layout::from_size_align(bytes, 8).expect("delta layout")
+    }
+
+    /// Entries of the directory: the deltas below this one when it has a summary.
+    #[inline]
+    fn below_len(&self) -> usize {
+        if self.base == Link::NULL {
+            0
+        } else {
+            usize::from(self.depth) - 1
+        }
+    }
+
+    /// The directory: links to every delta below this one, the next first (empty without
+    /// a summary).
+    #[inline]
+    fn below(&self) -> &[Link] {
+        let len = self.below_len();
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: `alloc` wrote `len` Links (8-aligned: the delta is) at `directory_at`, and
+        // the delta is immutable once published.
+        unsafe {
+            let start = (self as *const Delta as *const u8)
+                .add(Self::directory_at(self.key_len as usize, self.high_len()));
+            std::slice::from_raw_parts(start as *const Link, len)
+        }
+    }
+
+    /// Starts loading every delta below this one (their fixed parts and the start of their
+    /// keys) at once, from the directory: a read about to walk the whole chain waits for
+    /// one load instead of one after another. Does nothing for a delta without a summary.
+    #[inline]
+    pub fn start_loading_chain(&self) {
+        for link in self.below() {
+            crate::node::prefetch_line(link.0);
+            crate::node::prefetch_line(link.0 + 64);
+        }
+    }
+
+    /// Bytes of the high key (0 for none).
+    #[inline]
+    fn high_len(&self) -> usize {
+        if self.high_len == NO_HIGH {
+            0
+        } else {
+            self.high_len as usize
+        }
     }
 
     /// The summary (`base`, `marks`) of a leaf Insert or Delete of `key` on top of `next`
@@ -302,6 +365,14 @@ impl Delta {
         (x.wrapping_sub(LOW) & !x & in_chain == 0).then_some(self.base)
     }
 
+    /// The chain's base page when every delta from this one down is an Insert or Delete
+    /// (the delta has a summary): a read that wants only the page's fences, side link or
+    /// level goes there without loading the deltas between.
+    #[inline]
+    pub fn entries_over(&self) -> Option<Link> {
+        (self.base != Link::NULL).then_some(self.base)
+    }
+
     /// Allocates a delta on top of `next` (not yet published), from `pool`'s kept blocks
     /// when it has one of its size; returns it and its size.
     ///
@@ -317,7 +388,13 @@ impl Delta {
         // SAFETY: the caller's contract.
         let (base, marks) = unsafe { Self::summary(new, next, depth) };
         let high = new.high.map_or(&[][..], |h| h.bytes);
-        let layout = Self::layout(new.key.bytes.len(), high.len());
+        // The directory: `next` and the deltas below it, when the new delta has a summary.
+        let below = if base == Link::NULL {
+            0
+        } else {
+            usize::from(depth) - 1
+        };
+        let layout = Self::layout(new.key.bytes.len(), high.len(), below);
         // The block: the size rounded up to the alignment (see `free_delta`).
         let block = layout.pad_to_align();
         let delta = match pool.take(block.size()) {
@@ -357,18 +434,24 @@ impl Delta {
                 bytes.add(new.key.bytes.len()),
                 high.len(),
             );
+            if below > 0 {
+                let directory = (ptr as *mut u8)
+                    .add(Self::directory_at(new.key.bytes.len(), high.len()))
+                    as *mut Link;
+                directory.write(next);
+                // A summary over a delta means `next` is a delta with one, whose directory
+                // holds the `below - 1` deltas under it (`next` readable: the contract).
+                if let Target::Delta(d) = next.target() {
+                    std::ptr::copy_nonoverlapping(d.below().as_ptr(), directory.add(1), below - 1);
+                }
+            }
         }
         (delta, layout.size())
     }
 
     /// The delta's size in bytes.
     pub fn size(&self) -> usize {
-        let high = if self.high_len == NO_HIGH {
-            0
-        } else {
-            self.high_len as usize
-        };
-        Self::layout(self.key_len as usize, high).size()
+        Self::layout(self.key_len as usize, self.high_len(), self.below_len()).size()
     }
 
     /// The key bytes that follow the fixed part.

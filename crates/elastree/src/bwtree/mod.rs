@@ -3,8 +3,9 @@
 //! top of its delta chain. Writers prepend a delta record (`delta`) with a
 //! compare-and-swap on that entry; readers walk the chain from one read of the entry and
 //! never wait or retry on a lock. A reader writes shared memory (besides the epoch pin) in two
-//! cases only: it finishes a merge it meets (see below), and a lookup, scan or cursor that
-//! walks a leaf chain of `consolidate.rs`'s `READ_CHAIN` deltas or more consolidates it once
+//! cases only: it finishes a merge it meets (see below), and a lookup, or a short scan or
+//! cursor batch at its first leaf, that walks a leaf chain of `consolidate.rs`'s
+//! `READ_CHAIN` deltas or more consolidates it once
 //! (`BwTree::consolidate_read`: no retry if another thread changes the page first), so a
 //! read-mostly phase leaves bare base pages, which lookups search in place without a delta's
 //! dependent load and scans hand out without gathering and sorting deltas.

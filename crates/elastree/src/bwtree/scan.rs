@@ -5,14 +5,17 @@
 //! its entries are handed out straight from the page, with no copy and no validation
 //! ([`PageBatch::visit_published`]). Deltas on top of it (the Insert and Delete records not
 //! yet consolidated, and a Split that moved the page's upper part right) are merged in as
-//! the page is read: the deltas, newest first, are sorted by key (the newest state of each
-//! key kept); each delta's key is searched in the base page, and the base entries between
-//! two deltas are handed out as one run, the base entry a delta replaces skipped. Nothing is
-//! built, and nothing is allocated but when more than [`INLINE_DELTAS`] deltas sit on a page.
-//! A read's first leaf (a scan's, or a cursor batch's) whose chain holds `READ_CHAIN` deltas
-//! or more is consolidated first, once, as lookups do ([`BwTree::leaf_for`]), so the reads
-//! after it find a bare base page; the leaves a long scan passes through, each read about
-//! once, are read as they are.
+//! the page is read. The chain's deltas start loading all at once (from the top delta's
+//! directory: `Delta::start_loading_chain`); each delta is placed in the base page (where
+//! a search for its key ends: the writer's walk found it, the delta's spot, and only a delta
+//! without one is searched), the deltas are sorted by place and key (the newest state of
+//! each key kept), and the base entries between two deltas are handed out as one run, the
+//! base entry a delta replaces skipped. Nothing is built, and nothing is allocated but when
+//! more than [`INLINE_DELTAS`] deltas sit on a page. A short read's first leaf (a scan's or
+//! a cursor batch's, asking for at most `consolidate.rs`'s `SHORT_READ` keys) whose chain
+//! holds `READ_CHAIN` deltas or more is consolidated first, once, as lookups do
+//! ([`BwTree::leaf_for`]), so the reads after it find a bare base page; the leaves a long
+//! read passes through, each read about once, are read as they are.
 //!
 //! The scan goes on from the page's high fence (ascending, to its right sibling) or below its
 //! low fence (descending, from the root). Keys therefore never go backwards or repeat, and a
@@ -24,7 +27,7 @@ use std::ops::Bound;
 use super::shim::{self, Guard};
 use smallvec::SmallVec;
 
-use super::consolidate::READ_CHAIN;
+use super::consolidate::{consolidates_first_leaf, READ_CHAIN};
 use super::delta::{Delta, Kind, Link, Target};
 use super::key::Key;
 use super::table::PageId;
@@ -187,9 +190,10 @@ impl BwTree {
             let id = next
                 .take()
                 .unwrap_or_else(|| self.descend(probe, 0, false, &guard).0);
-            // The scan's first page is where short scans concentrate, and is consolidated if
-            // need be; a long scan passes through the others once.
-            let Some((_, top)) = self.leaf_for(id, probe, !moved, &guard) else {
+            // A short scan's first page is consolidated if need be (see `SHORT_READ`); a long
+            // scan passes through its pages, the first among them.
+            let first = !moved && consolidates_first_leaf(limit);
+            let Some((_, top)) = self.leaf_for(id, probe, first, &guard) else {
                 continue;
             };
             let bounds = if ascending {
@@ -220,14 +224,14 @@ impl BwTree {
     /// The leaf that covers `probe`, starting at page `id` and moving right along the level
     /// (B-link); its id and the chain top read. `None` when `id` is not a leaf (the root
     /// grew), lies right of the probe (a stale route) or is being merged away (after helping
-    /// the merge finish): the caller descends again. `landing`: the read starts at this
-    /// leaf (it was found by a descent or a cursor's hint), and a chain of `READ_CHAIN`
-    /// deltas or more is consolidated first.
+    /// the merge finish): the caller descends again. `consolidate`: a chain of `READ_CHAIN`
+    /// deltas or more is consolidated first (a short read starts at this leaf: see
+    /// `consolidate.rs`'s `SHORT_READ`).
     pub(super) fn leaf_for(
         &self,
         mut id: PageId,
         probe: Probe<'_>,
-        landing: bool,
+        consolidate: bool,
         guard: &Guard,
     ) -> Option<(PageId, Link)> {
         // Whether this call has consolidated a chain of `READ_CHAIN` deltas or more.
@@ -252,7 +256,7 @@ impl BwTree {
                 // by this read and the ones after it.
                 // SAFETY: read from the mapping table under `guard`.
                 Step::Here(..)
-                    if landing && !consolidated && unsafe { top.depth() } >= READ_CHAIN =>
+                    if consolidate && !consolidated && unsafe { top.depth() } >= READ_CHAIN =>
                 {
                     consolidated = true;
                     self.consolidate_read(id, top, guard);
@@ -281,9 +285,15 @@ impl BwTree {
         scratch: &mut PageScratch,
         visit: &mut dyn FnMut(&[u8], u64),
     ) -> Option<PageRead<'g>> {
-        let mut deltas: SmallVec<[&'g Delta; INLINE_DELTAS]> = SmallVec::new();
+        // The page's Insert and Delete deltas, newest first, each with its place in the base
+        // page (filled in below).
+        let mut deltas: SmallVec<[(usize, bool, &'g Delta); INLINE_DELTAS]> = SmallVec::new();
         let mut split: Option<&'g Delta> = None;
         let mut link = top;
+        // SAFETY: as below.
+        if let Target::Delta(d) = unsafe { top.target::<'g>() } {
+            d.start_loading_chain();
+        }
         let base = loop {
             // SAFETY: `top` was read from the mapping table under the caller's pin; every
             // record of its chain outlives the pin.
@@ -293,7 +303,7 @@ impl BwTree {
                     match d.kind() {
                         // The newest split is the page's end (older ones end further right).
                         Kind::Split if split.is_none() => split = Some(d),
-                        Kind::Insert | Kind::Delete => deltas.push(d),
+                        Kind::Insert | Kind::Delete => deltas.push((0, false, d)),
                         _ => {}
                     }
                     link = d.next();
@@ -338,13 +348,30 @@ impl BwTree {
             }
         }
         if !deltas.is_empty() {
-            // Newest first; a stable sort keeps the newest of a key first.
-            deltas.sort_by(|a, b| a.key().cmp(&b.key()));
-            deltas.dedup_by(|later, first| later.key() == first.key());
-            deltas.retain(|d| {
+            deltas.retain(|(_, _, d)| {
                 let key = d.key();
                 above(key, lower) && below(key, upper) && split.is_none_or(|s| key < s.key())
             });
+            // Each delta's place, `(pos, found)` as a search of the base page for its key
+            // returns: the writer's, from its walk (the delta's spot), when known, else
+            // searched here.
+            for (pos, found, d) in deltas.iter_mut() {
+                let searched = || {
+                    let at = search(d.key());
+                    (at.pos, at.found)
+                };
+                (*pos, *found) = d.spot().get().unwrap_or_else(searched);
+                debug_assert_eq!((*pos, *found), searched(), "a delta's spot is its search's");
+            }
+            // In key order: places order keys as the base's entries do (a key found at `pos`
+            // after the absent ones that would go there), and two absent keys of one place
+            // by their bytes. A stable sort keeps the newest of a key first.
+            deltas.sort_by(|a, b| {
+                (2 * a.0 + usize::from(a.1))
+                    .cmp(&(2 * b.0 + usize::from(b.1)))
+                    .then_with(|| a.2.key().order(b.2.key()))
+            });
+            deltas.dedup_by(|later, first| later.2.key().same(first.2.key()));
         }
         let mut visited = 0;
         let mut last = Last::None;
@@ -381,31 +408,29 @@ impl BwTree {
         };
         if ascending {
             let mut at = start;
-            for &d in deltas.iter() {
+            for &(place, found, d) in deltas.iter() {
                 if visited == limit {
                     break;
                 }
-                let found = search(d.key());
-                let pos = found.pos.clamp(at, end);
+                let pos = place.clamp(at, end);
                 base_run((at, pos), &mut visited, &mut last, visit);
                 if visited == limit {
                     break;
                 }
                 delta_entry(d, &mut visited, &mut last, visit);
-                at = (pos + usize::from(found.found && found.pos == pos)).min(end);
+                at = (pos + usize::from(found && place == pos)).min(end);
             }
             if visited < limit {
                 base_run((at, end), &mut visited, &mut last, visit);
             }
         } else {
             let mut at = end;
-            for &d in deltas.iter().rev() {
+            for &(place, found, d) in deltas.iter().rev() {
                 if visited == limit {
                     break;
                 }
-                let found = search(d.key());
-                let pos = found.pos.clamp(start, at);
-                let after = (pos + usize::from(found.found && found.pos == pos)).min(at);
+                let pos = place.clamp(start, at);
+                let after = (pos + usize::from(found && place == pos)).min(at);
                 base_run((after, at), &mut visited, &mut last, visit);
                 if visited == limit {
                     break;
@@ -458,10 +483,16 @@ impl BwTree {
     }
 
     /// Descends from the root to the leaf covering `probe`: its id and chain top.
-    pub(super) fn find_leaf(&self, probe: Probe<'_>, guard: &Guard) -> (PageId, Link) {
+    /// `consolidate`: as [`Self::leaf_for`]'s.
+    pub(super) fn find_leaf(
+        &self,
+        probe: Probe<'_>,
+        consolidate: bool,
+        guard: &Guard,
+    ) -> (PageId, Link) {
         loop {
             let id = self.descend(probe, 0, false, guard).0;
-            if let Some(found) = self.leaf_for(id, probe, true, guard) {
+            if let Some(found) = self.leaf_for(id, probe, consolidate, guard) {
                 return found;
             }
         }

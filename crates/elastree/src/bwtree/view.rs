@@ -147,13 +147,22 @@ impl BwTree {
         config: &PageConfig,
     ) -> Step<'g> {
         let mut link = top;
-        if let (Goal::Lookup, Some(key)) = (goal, probe.key) {
-            // SAFETY: as in the loop below.
-            if let Target::Delta(d) = unsafe { top.target::<'g>() } {
+        // SAFETY: as in the loop below.
+        if let Target::Delta(d) = unsafe { top.target::<'g>() } {
+            match (goal, probe.key) {
                 // No delta holds the key: straight to the base page.
-                if let Some(base) = d.past_deltas(key.mark()) {
-                    link = base;
+                (Goal::Lookup, Some(key)) => match d.past_deltas(key.mark()) {
+                    Some(base) => link = base,
+                    // One may: the walk goes through them all.
+                    None => d.start_loading_chain(),
+                },
+                // Only Inserts and Deletes above the base page: none moves the fences.
+                (Goal::Fences, _) => {
+                    if let Some(base) = d.entries_over() {
+                        link = base;
+                    }
                 }
+                _ => {}
             }
         }
         let mut probe = probe;
@@ -395,7 +404,7 @@ impl BwTree {
                         return Some((d.high_key(self.pairs, false), right));
                     }
                     Kind::Remove => return None,
-                    _ => link = d.next(),
+                    _ => link = d.entries_over().unwrap_or(d.next()),
                 },
                 Target::Base(node) => {
                     return Some((fence(node, &self.config, false), sibling(node)));
