@@ -13,7 +13,9 @@
 //! A batch reads the hinted id from the mapping table and uses the page only if it is still
 //! a live leaf whose low fence equals the remembered one; then the usual walk of its chain
 //! checks that it covers the cursor key (moving right through a split, as any B-link read
-//! does). Anything else (a null entry, an inner page, another low fence) sends the batch down
+//! does). A chain of Inserts and Deletes alone needs less: the cursor key is not below the
+//! low fence (it was handed out from the page, or is where the page starts), so only the
+//! high fence is compared, with no walk of the chain. Anything else (a null entry, an inner page, another low fence) sends the batch down
 //! from the root by key. Ids are recycled through epochs, and a cursor holds no pin between
 //! batches, so the id alone proves nothing: a page under a recycled id is accepted only if it
 //! starts exactly where the remembered page started and covers the key, which makes it the
@@ -37,7 +39,7 @@ use std::ops::Bound;
 
 use super::shim::{self, Guard};
 
-use super::consolidate::consolidates_first_leaf;
+use super::consolidate::{consolidates_first_leaf, READ_CHAIN};
 use super::delta::{Kind, Link, Target};
 use super::key::Key;
 use super::scan::{above, below, probe_for, PageScratch};
@@ -45,7 +47,7 @@ use super::table::PageId;
 use super::view::{level_of, Probe, Step};
 use super::{BwTree, NO_SIBLING, ROOT};
 use crate::index::{pair_bound, Direction};
-use crate::node::page::{fence_cmp, fence_into};
+use crate::node::page::{fence_cmp, fence_into, PageView};
 use crate::node::slotted::VarKey;
 use crate::node::NodeHeader;
 use crate::Error;
@@ -327,6 +329,22 @@ impl BwTree {
             return None;
         }
         if hint.level == 0 {
+            // A chain of Inserts and Deletes over the base page whose low fence is the
+            // remembered one: the probe is not below it (the cursor key is the last key
+            // handed out from this page, or its start), so the page holds the probe unless
+            // it lies past the high fence. Nothing else is read: the chain has no split,
+            // merge or removal to follow, and needs no consolidation here.
+            // SAFETY: read from the mapping table under `guard`.
+            let entries_only = match unsafe { top.target() } {
+                Target::Base(_) => true,
+                Target::Delta(d) => d.entries_over().is_some(),
+                Target::Null => false,
+            };
+            // SAFETY: as above.
+            let bare_enough = !consolidate || unsafe { top.depth() } < READ_CHAIN;
+            if entries_only && bare_enough && !probe.past_fence(&PageView::of(base, &self.config)) {
+                return Some((hint.id, top));
+            }
             // The page itself, or its right sibling when a split moved the key there.
             return self.leaf_for(hint.id, probe, consolidate, guard);
         }

@@ -103,9 +103,11 @@ pub(super) struct PageRead<'g> {
     /// [`PageScratch::last`]).
     pub full: bool,
     /// Whether the page ends on the scan's side (its fence is in [`PageScratch::fence`]);
-    /// `false` for the last page (ascending) or the first (descending).
+    /// `false` for the last page (ascending) or the first (descending), and not looked at
+    /// (`false`) when the read is [`PageRead::full`]: the scan resumes on this page.
     pub bounded: bool,
-    /// The right sibling (the page after the high fence), or [`NO_SIBLING`].
+    /// The right sibling (the page after the high fence), or [`NO_SIBLING`]; not looked at
+    /// when the read is full.
     pub right: PageId,
     /// The base page read.
     pub base: &'g NodeHeader,
@@ -456,7 +458,9 @@ impl BwTree {
                 Last::None => {}
             }
         }
-        let (bounded, right) = if ascending {
+        let (bounded, right) = if full {
+            (false, NO_SIBLING)
+        } else if ascending {
             match split {
                 Some(s) => {
                     copy_key(s.key(), pairs, &mut scratch.fence);

@@ -71,7 +71,7 @@ impl<'a> Probe<'a> {
     /// Whether a base page's high fence (`cmp`: the fence against the key) lies before the
     /// probe.
     #[inline]
-    fn past_fence(self, page: &PageView<'_>) -> bool {
+    pub(super) fn past_fence(self, page: &PageView<'_>) -> bool {
         match self.key {
             None => page.fence_cmp(false, &[], 0).is_some(),
             Some(key) => match page.fence_cmp(false, key.bytes, key.tid) {
