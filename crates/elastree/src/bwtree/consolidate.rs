@@ -43,19 +43,23 @@ use crate::node::{NodeHeader, NodeRepr};
 const INNER_CHAIN: u16 = 0;
 
 /// Deltas a leaf's chain must hold for a read that walked it (a lookup, or the first leaf of
-/// a scan or a cursor batch) to consolidate it ([`BwTree::consolidate_read`]).
+/// a short scan or cursor batch: [`SHORT_READ`]) to consolidate it
+/// ([`BwTree::consolidate_read`]).
 pub(super) const READ_CHAIN: u16 = 2;
 
 /// The most keys a range read (a scan, a cursor batch) may ask for and still consolidate
 /// the leaf it starts at when that leaf's chain holds [`READ_CHAIN`] deltas or more. A short
 /// read spends its time on that one leaf, and short reads come back to the same leaves, so
 /// they gain from it as lookups do; a longer one passes through most of its leaves, which
-/// are read as they are, and its first leaf is no different: consolidating it costs about
-/// what reading the deltas of three leaves costs, for leaves a long scan may never read
+/// are read as they are, and its first leaf is no different: a consolidation costs about
+/// 4,200 instructions, reading a leaf's deltas about 1,500 (`examples/bw_scan.rs` under
+/// callgrind, 1M keys: `bwpage` requests of 10 keys, and `bwtree` scans of 1,000 keys of the
+/// freshly loaded tree against the settled one), for leaves a long scan may never read
 /// again. Measured with `elastree bench --keys rand64 --n 4M --threads 2`, `bwtree` over
-/// `btree`, consolidating every first leaf against one in four: 1,000-key scans through
-/// cursors (`cursor-update-1000`) 0.60x and 0.46x against 0.68x and 0.72x, but 10-key ones
-/// (`logical-update-10`) 0.49x and 0.49x against 0.40x and 0.38x.
+/// `btree`, two runs each: consolidating every first leaf, 1,000-key scans through cursors
+/// (`cursor-update-1000`) 0.53x and 0.43x, 10-key requests (`logical-update-10`) 0.48x and
+/// 0.40x; one first leaf in four, 0.68x and 0.72x but 0.40x and 0.38x; short reads' only,
+/// 1.05x and 0.88x, and 0.43x and 0.44x.
 const SHORT_READ: usize = 64;
 
 /// Whether a range read asking for `limit` keys consolidates the leaf it starts at (see
