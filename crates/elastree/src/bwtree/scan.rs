@@ -136,6 +136,9 @@ fn holds_merge(top: Link) -> bool {
         // of its chain outlives the pin.
         match unsafe { link.target() } {
             Target::Delta(d) if d.kind() == Kind::Merge => return true,
+            // Only Inserts and Deletes below (the chain's deltas stay unread: a page read
+            // starts loading them all at once).
+            Target::Delta(d) if d.entries_over().is_some() => return false,
             Target::Delta(d) => link = d.next(),
             Target::Null | Target::Base(_) => return false,
         }
