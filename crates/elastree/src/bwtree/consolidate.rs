@@ -58,8 +58,8 @@ pub(super) const READ_CHAIN: u16 = 2;
 /// again. Measured with `elastree bench --keys rand64 --n 4M --threads 2`, `bwtree` over
 /// `btree`, two runs each: consolidating every first leaf, 1,000-key scans through cursors
 /// (`cursor-update-1000`) 0.53x and 0.43x, 10-key requests (`logical-update-10`) 0.48x and
-/// 0.40x; one first leaf in four, 0.68x and 0.72x but 0.40x and 0.38x; short reads' only,
-/// 1.05x and 0.88x, and 0.43x and 0.44x.
+/// 0.40x; one first leaf in four, 0.68x and 0.72x but 0.40x and 0.38x; only short reads'
+/// first leaves (this rule), 1.05x and 0.88x, and 0.43x and 0.44x.
 const SHORT_READ: usize = 64;
 
 /// Whether a range read asking for `limit` keys consolidates the leaf it starts at (see
@@ -166,9 +166,7 @@ impl BwTree {
         let mut bound: Option<(Option<VarKey>, PageId)> = None;
         let mut link = top;
         // SAFETY: as below.
-        if let Target::Delta(d) = unsafe { top.target::<'g>() } {
-            d.start_loading_chain();
-        }
+        unsafe { top.start_loading_chain() };
         loop {
             // SAFETY: `top` was read from the mapping table under the caller's pin; every
             // record of its chain (and of the chains its Merges own) outlives the pin.
@@ -275,9 +273,7 @@ impl BwTree {
         let mut deltas: Deltas<'_> = SmallVec::new();
         let mut link = top;
         // SAFETY: as below.
-        if let Target::Delta(d) = unsafe { top.target() } {
-            d.start_loading_chain();
-        }
+        unsafe { top.start_loading_chain() };
         let base = loop {
             // SAFETY: read from the mapping table under the caller's pin; the chain
             // outlives it.

@@ -15,8 +15,8 @@
 //! checks that it covers the cursor key (moving right through a split, as any B-link read
 //! does). A chain of Inserts and Deletes alone needs less: the cursor key is not below the
 //! low fence (it was handed out from the page, or is where the page starts), so only the
-//! high fence is compared, with no walk of the chain. Anything else (a null entry, an inner page, another low fence) sends the batch down
-//! from the root by key. Ids are recycled through epochs, and a cursor holds no pin between
+//! high fence is compared, with no walk of the chain. Anything else (a null entry, an inner
+//! page, another low fence) sends the batch down from the root by key. Ids are recycled through epochs, and a cursor holds no pin between
 //! batches, so the id alone proves nothing: a page under a recycled id is accepted only if it
 //! starts exactly where the remembered page started and covers the key, which makes it the
 //! page a descent would have found.
@@ -335,13 +335,8 @@ impl BwTree {
             // it lies past the high fence. Nothing else is read: the chain has no split,
             // merge or removal to follow, and needs no consolidation here.
             // SAFETY: read from the mapping table under `guard`.
-            let entries_only = match unsafe { top.target() } {
-                Target::Base(_) => true,
-                Target::Delta(d) => d.entries_over().is_some(),
-                Target::Null => false,
-            };
-            // SAFETY: as above.
-            let bare_enough = !consolidate || unsafe { top.depth() } < READ_CHAIN;
+            let (entries_only, depth) = unsafe { (top.entries_only(), top.depth()) };
+            let bare_enough = !consolidate || depth < READ_CHAIN;
             if entries_only && bare_enough && !probe.past_fence(&PageView::of(base, &self.config)) {
                 return Some((hint.id, top));
             }

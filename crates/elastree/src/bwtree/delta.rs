@@ -146,6 +146,37 @@ impl Link {
         }
     }
 
+    /// Whether the chain at `self` is its base page alone or Inserts and Deletes over it
+    /// (the top delta's summary says so, without loading the deltas below): no split,
+    /// merge or removal to follow.
+    ///
+    /// # Safety
+    ///
+    /// As [`Link::target`].
+    #[inline]
+    pub unsafe fn entries_only(self) -> bool {
+        // SAFETY: the caller's contract.
+        match unsafe { self.target() } {
+            Target::Base(_) => true,
+            Target::Delta(d) => d.entries_over().is_some(),
+            Target::Null => false,
+        }
+    }
+
+    /// Starts loading every delta of the chain at `self` at once, for a read about to walk
+    /// them all ([`Delta::start_loading_chain`] of its top; nothing for a base page).
+    ///
+    /// # Safety
+    ///
+    /// As [`Link::target`].
+    #[inline]
+    pub unsafe fn start_loading_chain(self) {
+        // SAFETY: the caller's contract.
+        if let Target::Delta(d) = unsafe { self.target() } {
+            d.start_loading_chain();
+        }
+    }
+
     /// Deltas above the base page (0 for a base page or null).
     ///
     /// # Safety

@@ -296,9 +296,7 @@ impl BwTree {
         let mut split: Option<&'g Delta> = None;
         let mut link = top;
         // SAFETY: as below.
-        if let Target::Delta(d) = unsafe { top.target::<'g>() } {
-            d.start_loading_chain();
-        }
+        unsafe { top.start_loading_chain() };
         let base = loop {
             // SAFETY: `top` was read from the mapping table under the caller's pin; every
             // record of its chain outlives the pin.
