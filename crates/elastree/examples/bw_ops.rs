@@ -2,7 +2,7 @@
 //! `valgrind --tool=callgrind --toggle-collect='bw_ops::load' target/release/examples/bw_ops
 //! [keys] [kind]` (and `--toggle-collect='bw_ops::lookups'`), random 8-byte keys, one
 //! thread, default options; `kind` is any index kind (default bwtree), so the Bw-tree's
-//! counts can be set beside the B+-tree's.
+//! counts can be set beside the B+-tree's. The two phases' times go to stderr.
 
 use elastree::{Index, IndexBuilder, IndexKind, KeyLen};
 
@@ -39,7 +39,15 @@ fn main() {
         .key_len(KeyLen::Fixed(8))
         .build()
         .expect("index");
+    let start = std::time::Instant::now();
     load(&*index, n);
+    let loaded = start.elapsed();
     let hits = lookups(&*index, n);
+    let looked = start.elapsed() - loaded;
     println!("{kind:?}: {n} keys, {hits} hits");
+    eprintln!(
+        "load {:.2} s, lookups {:.2} s",
+        loaded.as_secs_f64(),
+        looked.as_secs_f64()
+    );
 }

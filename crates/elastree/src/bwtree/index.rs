@@ -174,6 +174,7 @@ impl BwTreeIndex {
                 own.mid_key,
             ),
         );
+        let pages = pages.with_child_hints();
         let config = match own.pages {
             PageOrganization::Base => pages.whole_keys(),
             PageOrganization::Prefix | PageOrganization::PrefixSplit => pages,

@@ -9,6 +9,14 @@
 //! dereferenced: a stale one (the page consolidated since, or freed) only wastes prefetches,
 //! which never fault.
 //!
+//! A lookup's descent keeps one more hint per child, in its parent: the inner page's
+//! sidecar (`Page::hint` in `node::page`) holds the base page the child had when a lookup
+//! last passed. The descent starts loading that page as soon as its search of the parent
+//! ends, so the child's page and its mapping-table entry load together instead of one
+//! after the other ([`MappingTable::get_hinted`], which also refreshes a stale hint).
+//! Writers neither read nor refresh these hints: under writes a leaf's base page changes
+//! every few writes, so a refresh would mostly dirty a line of the parent for nothing.
+//!
 //! # Layout
 //!
 //! Ids are split over segments whose sizes double: segment `s` holds
@@ -119,6 +127,31 @@ impl MappingTable {
                     Link(words[1].load(Ordering::Relaxed)).prefetch();
                 } else {
                     link.prefetch();
+                }
+            }
+            link
+        })
+    }
+
+    /// [`Self::get`] for a descent that has read `hint`, the child hint its parent keeps for
+    /// `id` ([`PageView::child_hint`](crate::node::page::PageView::child_hint)), and started
+    /// loading the page it names: the base page's lines are requested only if the hint
+    /// named another page, and then the hint is set to the base page (the page itself when
+    /// it is the whole chain, else the entry's own hint), so that the next descent finds it
+    /// there.
+    #[inline]
+    pub fn get_hinted(&self, id: PageId, hint: &std::sync::atomic::AtomicU64) -> Link {
+        self.words(id).map_or(Link::NULL, |words| {
+            let link = Link(words[0].load(Ordering::Acquire));
+            if shim::PREFETCH_HINTS {
+                let base = if link.is_delta() {
+                    Link(words[1].load(Ordering::Relaxed))
+                } else {
+                    link
+                };
+                if base.0 as u64 != hint.load(std::sync::atomic::Ordering::Relaxed) {
+                    base.prefetch();
+                    hint.store(base.0 as u64, std::sync::atomic::Ordering::Relaxed);
                 }
             }
             link

@@ -12,6 +12,7 @@
 //! again from the root, whose routes no longer lead there.
 
 use std::cmp::Ordering as CmpOrdering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::consolidate::READ_CHAIN;
 use super::delta::{Delta, Kind, Link, Spot, Target};
@@ -21,7 +22,7 @@ use super::table::PageId;
 use super::{sibling, BwTree};
 use crate::node::page::{fence, PageConfig, PageView};
 use crate::node::slotted::VarKey;
-use crate::node::NodeHeader;
+use crate::node::{NodeHeader, SearchResult};
 
 /// What a walk is looking for: the page holding `key` (or, `below`, the page holding the
 /// keys just below it); `key` `None` stands for a key above every other (the last page).
@@ -258,22 +259,32 @@ impl BwTree {
             }
             return Step::Here(None, Spot::at(found.pos, false));
         }
-        // The child whose separator is the last one at or below the probe.
-        let index = if found.found && !probe.below {
-            Some(found.pos)
-        } else {
-            found.pos.checked_sub(1)
-        };
-        // Only a probe at or past the last separator can lie past the high fence.
-        if index.is_none_or(|i| i + 1 >= count) && probe.past_fence(&page) {
-            return Step::Right(sibling(node), None);
+        match child_slot(node, &page, probe, found) {
+            Ok(slot) => Step::Child(page.value(slot)),
+            Err(step) => step,
         }
-        match index {
-            // Below the first separator (the low fence): the parent was stale.
-            None => Step::Restart,
-            Some(_) if count == 0 => Step::Restart,
-            Some(i) => Step::Child(page.value(i.min(count - 1))),
+    }
+
+    /// A lookup's step down from inner base page `node` (read with `config`, as in
+    /// [`Self::get_fast`]): the child that holds `key`, and its hint in `node`'s sidecar,
+    /// whose page has started loading (give both to
+    /// [`MappingTable::get_hinted`](super::table::MappingTable::get_hinted)); else where to
+    /// look instead.
+    #[inline(always)]
+    fn route_hinted<'g>(
+        &self,
+        node: &'g NodeHeader,
+        key: Key<'_>,
+        config: &PageConfig,
+    ) -> Result<(PageId, Option<&'g AtomicU64>), Step<'g>> {
+        let page = PageView::of(node, config);
+        let found = page.search_routing(key.probe(self.pairs));
+        let slot = child_slot(node, &page, Probe::at(key), found)?;
+        let hint = page.child_hint(slot);
+        if let Some(hint) = hint {
+            Link(hint.load(Ordering::Relaxed) as usize).prefetch();
         }
+        Ok((page.value(slot), hint))
     }
 
     /// [`Self::at_base`] for a fence walk, or for a probe without a key (after every key):
@@ -348,9 +359,13 @@ impl BwTree {
     fn get_fast_in(&self, key: Key<'_>, guard: &Guard, config: &PageConfig) -> Option<Option<u64>> {
         let probe = Probe::at(key);
         let mut id = super::ROOT;
+        let mut hint = None;
         let mut above = u16::MAX;
         loop {
-            let top = self.table.get(id);
+            let top = match hint {
+                Some(hint) => self.table.get_hinted(id, hint),
+                None => self.table.get(id),
+            };
             // SAFETY: read from the mapping table under the caller's pin (as in `walk`).
             match unsafe { top.target::<'_>() } {
                 Target::Base(node) => {
@@ -359,16 +374,14 @@ impl BwTree {
                         return None;
                     }
                     above = level;
-                    let step = if level == 0 {
-                        self.at_base(node, probe, Goal::Lookup, config)
-                    } else {
-                        self.at_base(node, probe, Goal::Route, config)
-                    };
-                    match step {
-                        Step::Here(value, _) => return Some(value),
-                        Step::Child(child) => id = child,
-                        _ => return None,
+                    if level > 0 {
+                        (id, hint) = self.route_hinted(node, key, config).ok()?;
+                        continue;
                     }
+                    return match self.at_base(node, probe, Goal::Lookup, config) {
+                        Step::Here(value, _) => Some(value),
+                        _ => None,
+                    };
                 }
                 Target::Delta(d) if d.level() == 0 && above > 0 => {
                     return match self.walk(top, probe, Goal::Lookup) {
@@ -414,6 +427,34 @@ impl BwTree {
     }
 }
 
+/// The slot of inner base page `node` (viewed as `page`) whose child holds `probe`, given
+/// the probe's search of the page (`found`); else where to look instead.
+#[inline(always)]
+fn child_slot<'g>(
+    node: &'g NodeHeader,
+    page: &PageView<'_>,
+    probe: Probe<'_>,
+    found: SearchResult,
+) -> Result<usize, Step<'g>> {
+    let count = page.count();
+    // The child whose separator is the last one at or below the probe.
+    let index = if found.found && !probe.below {
+        Some(found.pos)
+    } else {
+        found.pos.checked_sub(1)
+    };
+    // Only a probe at or past the last separator can lie past the high fence.
+    if index.is_none_or(|i| i + 1 >= count) && probe.past_fence(page) {
+        return Err(Step::Right(sibling(node), None));
+    }
+    match index {
+        // Below the first separator (the low fence): the parent was stale.
+        None => Err(Step::Restart),
+        Some(_) if count == 0 => Err(Step::Restart),
+        Some(i) => Ok(i.min(count - 1)),
+    }
+}
+
 /// The level of the page whose chain is at `top` (`None` for null).
 ///
 /// # Safety
@@ -426,5 +467,68 @@ pub(super) unsafe fn level_of(top: Link) -> Option<u16> {
         Target::Null => None,
         Target::Delta(d) => Some(d.level()),
         Target::Base(node) => Some(node.level()),
+    }
+}
+
+// Loom's stand-ins turn prefetch hints off (`shim::PREFETCH_HINTS`).
+#[cfg(all(test, not(feature = "loom")))]
+mod tests {
+    use super::*;
+    use crate::bwtree::shim;
+    use crate::node::page::MidWidth;
+
+    /// A unique tree of 8-byte keys with small pages (three levels at a few thousand keys)
+    /// that keeps child hints.
+    fn hinted() -> BwTree {
+        let config = PageConfig::new((8, 8), (512, 512), 8, (false, true, MidWidth::Eight))
+            .with_child_hints();
+        BwTree::new(config, false, 2)
+    }
+
+    fn key(bytes: &[u8; 8]) -> Key<'_> {
+        Key { bytes, tid: 0 }
+    }
+
+    /// After lookups, each inner base page a lookup descends through names the child's
+    /// current base page in the hint it routed by (a lookup refreshes a stale one), and
+    /// lookups still answer right, before and after the refresh.
+    #[test]
+    fn lookups_refresh_the_hints_they_route_by() {
+        let tree = hinted();
+        let n = 3_000u64;
+        let bytes: Vec<[u8; 8]> = (0..n)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes())
+            .collect();
+        for (i, b) in bytes.iter().enumerate() {
+            tree.write(key(b), &mut |_| (Some(Some(i as u64)), ()));
+        }
+        for _ in 0..2 {
+            for (i, b) in bytes.iter().enumerate() {
+                assert_eq!(tree.get(key(b), &shim::pin()), Some(i as u64));
+            }
+        }
+        let guard = shim::pin();
+        let mut checked = 0;
+        for b in &bytes {
+            let mut id = super::super::ROOT;
+            // SAFETY: read under `guard`.
+            while let Target::Base(node) = unsafe { tree.table.get(id).target::<'_>() } {
+                if node.level() == 0 {
+                    break;
+                }
+                let Ok((child, Some(hint))) = tree.route_hinted(node, key(b), &tree.config) else {
+                    break;
+                };
+                let top = tree.table.get(child);
+                if top.is_base() {
+                    assert_eq!(hint.load(Ordering::Relaxed), top.0 as u64, "a stale hint");
+                    checked += 1;
+                }
+                id = child;
+            }
+        }
+        assert!(checked >= n, "only {checked} hints checked");
+        drop(guard);
+        tree.check().expect("a valid tree");
     }
 }

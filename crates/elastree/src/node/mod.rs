@@ -171,14 +171,16 @@ pub fn prefetch<T>(data: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let start = data.as_ptr() as *const i8;
+        // Every line the data touches, from the one holding its first byte to the one
+        // holding its last (data that starts inside a line may end in one more line than
+        // its bytes fill).
+        let start = data.as_ptr() as usize;
         let bytes = std::mem::size_of_val(data);
-        let mut offset = 0;
-        while offset < bytes {
-            // SAFETY: prefetching is a hint that never faults or changes memory; the address
-            // is inside `data` anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.add(offset)) };
-            offset += 64;
+        let mut line = start & !63;
+        while line < start + bytes {
+            // SAFETY: prefetching is a hint that never faults or changes memory.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+            line += 64;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -217,13 +217,28 @@ impl<'n> PageView<'n> {
     /// `Page::search_loading`).
     #[inline(always)]
     pub fn search_loaded(&self, probe: VarProbe<'_>) -> SearchResult {
-        self.page.search_loading(probe, false)
+        self.page.search_loading(probe, false, false)
+    }
+
+    /// [`Self::search_loaded`] for a caller that reads the found entry's child hint next
+    /// ([`Self::child_hint`]): the hints of the last candidates start loading with their
+    /// values.
+    #[inline(always)]
+    pub fn search_routing(&self, probe: VarProbe<'_>) -> SearchResult {
+        self.page.search_loading(probe, false, true)
     }
 
     /// Entry `i`'s value (0 past the capacity).
     #[inline]
     pub fn value(&self, i: usize) -> u64 {
         self.page.value(i)
+    }
+
+    /// Entry `i`'s child hint, in an inner page of a tree that keeps them (see
+    /// [`PageConfig::with_child_hints`](super::PageConfig::with_child_hints)).
+    #[inline]
+    pub fn child_hint(&self, i: usize) -> Option<&'n std::sync::atomic::AtomicU64> {
+        self.page.hint(i)
     }
 
     /// Entry `i`'s key (with its tid when the page keeps tids) into `out`, reusing its buffer.

@@ -14,6 +14,8 @@
 //!                 tids:     cap x u64    non-unique trees only: the tid part of the key
 //!                 fences:   u64          low offset | low length | high offset | high length
 //!                 bin:      the rest but a pad word: prefix, fences, suffixes, from its end
+//! bytes..         hints:    max_cap(bytes) x u64, inner pages of a form with child hints
+//!                           only: a sidecar after the page's bytes (`Page::hint`)
 //! ```
 //!
 //! With 8-byte mid-keys the suffix locations follow the tids instead, so that every u64
@@ -92,6 +94,8 @@ pub(super) struct Form {
     /// Whether a built page's prefix is its keys' common prefix; `false` keeps whole keys
     /// (prefix always empty: the paper's Base organization in a page).
     pub factor_prefix: bool,
+    /// Whether inner pages carry a child-hint sidecar (see [`Page::hints`]).
+    pub child_hints: bool,
 }
 
 impl Form {
@@ -127,6 +131,17 @@ impl Form {
             cap
         } else {
             self.max_cap(bytes)
+        }
+    }
+
+    /// Bytes of the child-hint sidecar allocated after a page of `bytes` bytes at `level`:
+    /// a word for each entry the page could ever hold, in inner pages of a form with hints.
+    #[inline]
+    pub fn sidecar_bytes(self, bytes: usize, level: u16) -> usize {
+        if self.child_hints && level > 0 {
+            8 * self.max_cap(bytes)
+        } else {
+            0
         }
     }
 
@@ -411,6 +426,46 @@ impl<'n> Page<'n> {
     #[inline]
     pub fn tid(&self, i: usize) -> u64 {
         self.tids.get(i).map_or(0, |t| t.load(Ordering::Relaxed))
+    }
+
+    /// Entry `i`'s child hint: `None` unless this is an inner page of a form with hints and
+    /// `i` is below its capacity.
+    ///
+    /// A tree that reaches its children through an indirection (the Bw-tree's mapping table)
+    /// keeps, after each inner page's bytes, a sidecar of one word per entry the page could
+    /// hold ([`Form::sidecar_bytes`]): where entry `i`'s child page was last seen, so that a
+    /// descent can start loading the child's page while it reads the indirection, instead
+    /// of after. A hint is only ever prefetched, never dereferenced, so any value is safe;
+    /// hints are written through atomics while the page is shared (its other bytes never
+    /// are, in such a tree), and a zero hint is none.
+    #[inline]
+    pub fn hint(&self, i: usize) -> Option<&'n AtomicU64> {
+        (i < self.cap && self.form.child_hints && !self.node.is_leaf()).then(|| {
+            // SAFETY: an inner page of a form with hints is allocated with its sidecar of
+            // `max_cap(bytes)` words after its `bytes` (`page::allocate`; its size and level
+            // never change), zeroed there, and `i < cap <= max_cap(bytes)` (`Page::of`
+            // clamps the capacity); `bytes` is a multiple of 8 and pages are 8-aligned, so
+            // the word is aligned; it is only used as an atomic.
+            unsafe { &*(self.hint_address(i) as *const AtomicU64) }
+        })
+    }
+
+    /// Where entry `i`'s child hint lies if the page has a sidecar.
+    #[inline]
+    fn hint_address(&self, i: usize) -> usize {
+        self.node as *const NodeHeader as usize + self.bytes + 8 * i
+    }
+
+    /// Starts loading the child hints of entries `from..to`, in an inner page of a form with
+    /// hints (elsewhere the addresses lie past the page: only wasted requests).
+    #[inline]
+    pub fn prefetch_hints(&self, from: usize, to: usize) {
+        let (first, end) = (self.hint_address(from), self.hint_address(to));
+        let mut line = first & !63;
+        while line < end {
+            super::super::prefetch_line(line);
+            line += 64;
+        }
     }
 
     /// Whether keys carry tids (a non-unique tree).

@@ -109,6 +109,7 @@ impl PageConfig {
             with_tid,
             mid,
             factor_prefix: true,
+            child_hints: false,
         };
         let tid = if with_tid { 8 } else { 0 };
         // Two keys under a shared prefix, two fences with their tids, and the byte that a
@@ -136,6 +137,13 @@ impl PageConfig {
     /// false for splits in the middle that post whole keys.
     pub fn whole_keys(mut self) -> Self {
         self.form.factor_prefix = false;
+        self
+    }
+
+    /// The same settings with a child-hint sidecar after every inner page (see
+    /// [`PageView::child_hint`]).
+    pub fn with_child_hints(mut self) -> Self {
+        self.form.child_hints = true;
         self
     }
 
@@ -178,6 +186,7 @@ impl PageConfig {
                 with_tid: false,
                 mid: MidWidth::Eight,
                 factor_prefix: self.form.factor_prefix,
+                child_hints: self.form.child_hints,
             },
             ..*self
         })
@@ -239,11 +248,22 @@ fn allocate(
         bytes <= config.max_bytes(level),
         "page of {bytes} bytes exceeds the largest"
     );
-    let layout = Layout::from_size_align(bytes, 8).expect("page layout");
+    let sidecar = config.form.sidecar_bytes(bytes, level);
+    let layout = Layout::from_size_align(bytes + sidecar, 8).expect("page layout");
     if zeroed {
         super::alloc_zeroed_node(layout, level)
     } else {
-        super::alloc_uninit_node(layout, level)
+        let (node, size) = super::alloc_uninit_node(layout, level);
+        if sidecar > 0 {
+            // SAFETY: the sidecar is the allocation's last `sidecar` bytes, after the page's
+            // `bytes`; the node is not shared yet. Zero hints are no hints.
+            unsafe {
+                (node.as_ptr() as *mut u8)
+                    .add(bytes)
+                    .write_bytes(0, sidecar)
+            };
+        }
+        (node, size)
     }
 }
 
@@ -285,11 +305,13 @@ unsafe impl NodeRepr for PageRepr {
         )
     }
 
-    unsafe fn free(_: &PageConfig, node: NonNull<NodeHeader>) -> usize {
+    unsafe fn free(config: &PageConfig, node: NonNull<NodeHeader>) -> usize {
         // SAFETY: the caller guarantees exclusive access to a node from `alloc_page`, whose
-        // size its shape word keeps.
+        // size its shape word keeps (the sidecar's follows from its level).
         unsafe {
-            let bytes = Page::bytes_of(node.as_ref());
+            let header = node.as_ref();
+            let bytes = Page::bytes_of(header);
+            let bytes = bytes + config.form.sidecar_bytes(bytes, header.level());
             super::free_node(
                 node,
                 Layout::from_size_align(bytes, 8).expect("page layout"),

@@ -156,14 +156,21 @@ impl Page<'_> {
     /// itself, so that the view's fields the search does not read are never computed.
     #[inline(always)]
     pub fn search_inline(&self, probe: VarProbe<'_>) -> SearchResult {
-        self.search_loading(probe, true)
+        self.search_loading(probe, true, false)
     }
 
     /// [`Self::search_inline`], which starts loading the mid-keys first only if
     /// `load_mids`: a caller that has already asked for them (the Bw-tree, whose mapping
-    /// table link says how many lines the header and mid-keys take) passes `false`.
+    /// table link says how many lines the header and mid-keys take) passes `false`. With
+    /// `load_hints`, the last candidates' child hints start loading with their values (see
+    /// [`Page::hint`]; for a caller that reads the hint next).
     #[inline(always)]
-    pub fn search_loading(&self, probe: VarProbe<'_>, load_mids: bool) -> SearchResult {
+    pub fn search_loading(
+        &self,
+        probe: VarProbe<'_>,
+        load_mids: bool,
+        load_hints: bool,
+    ) -> SearchResult {
         let count = self.count();
         // Start loading the mid-keys the binary search will touch, in parallel.
         if load_mids {
@@ -217,8 +224,8 @@ impl Page<'_> {
             tid: probe.tid(),
         };
         match self.mids {
-            Mids::Four(m) => self.search_mids(&m[..count], probe),
-            Mids::Eight(m) => self.search_mids(&m[..count], probe),
+            Mids::Four(m) => self.search_mids(&m[..count], probe, load_hints),
+            Mids::Eight(m) => self.search_mids(&m[..count], probe, load_hints),
         }
     }
 
@@ -227,7 +234,12 @@ impl Page<'_> {
     /// the tails, and an equal tail ends it. Once few candidates are left, their values and
     /// suffix locations start loading.
     #[inline(always)]
-    fn search_mids<M: MidSlot>(&self, mids: &[M], probe: Remainder<'_>) -> SearchResult {
+    fn search_mids<M: MidSlot>(
+        &self,
+        mids: &[M],
+        probe: Remainder<'_>,
+        load_hints: bool,
+    ) -> SearchResult {
         let count = mids.len();
         // Loop invariant: `lower + n <= count` (a step keeps `lower` and shrinks `n`, or moves
         // `lower` up by `half` and shrinks `n` by as much), so `middle = lower + n / 2` is
@@ -257,6 +269,9 @@ impl Page<'_> {
         }
         let end = (lower + n).min(count);
         prefetch(&self.values[lower..end]);
+        if load_hints && self.form.child_hints && !self.node.is_leaf() {
+            self.prefetch_hints(lower, end);
+        }
         // In a leaf this repeats `search_inline`'s load of every suffix location: one line's
         // request, cheaper in instructions than telling leaves apart here (measured).
         if !self.suffix_free {
