@@ -36,8 +36,8 @@ use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 ///
 /// Longer chains leave more deltas on the leaves after updates stop: `examples/bw_garbage.rs`
 /// (the tree's bytes after 10M random updates over 1M keys on 2 threads, over a freshly
-/// built tree's) gives chain 4: 1.088x and 1.091x; 5: 1.098x, 1.104x and 1.101x; 6: 1.111x
-/// to 1.118x in four runs, at 3,403, 3,348 and 3,191 instructions per insert
+/// built tree's) gives chain 4: 1.088x and 1.091x; 5: 1.098x, 1.104x and 1.101x; 6: 1.109x
+/// to 1.118x in seven runs, at 3,403, 3,348 and 3,191 instructions per insert
 /// (`examples/bw_ops.rs`, 1M keys, with the chain directories and child hints). 6 is kept
 /// for the inserts, which are further from their target than the bytes; 4 keeps the bytes
 /// within 10% of a fresh tree's.
