@@ -16,10 +16,11 @@
 //! does). A chain of Inserts and Deletes alone needs less: the cursor key is not below the
 //! low fence (it was handed out from the page, or is where the page starts), so only the
 //! high fence is compared, with no walk of the chain. Anything else (a null entry, an inner
-//! page, another low fence) sends the batch down from the root by key. Ids are recycled through epochs, and a cursor holds no pin between
-//! batches, so the id alone proves nothing: a page under a recycled id is accepted only if it
-//! starts exactly where the remembered page started and covers the key, which makes it the
-//! page a descent would have found.
+//! page, another low fence) sends the batch down from the root by key. Ids are recycled
+//! through epochs, and a cursor holds no pin between batches, so the id alone proves
+//! nothing: a page under a recycled id is accepted only if it starts exactly where the
+//! remembered page started and covers the key, which makes it the page a descent would have
+//! found.
 //!
 //! A descending cursor that finished a page needs the page to its left, which the tree does
 //! not link to: its next batch descends (the paper: "when we have descending order cursors,

@@ -43,6 +43,8 @@ use super::delta::Link;
 use super::shim::{self, Garbage, Guard};
 use crate::mem::ByteCounter;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+/// A child hint in a page's sidecar: page memory, a plain atomic even under loom.
+type HintWord = std::sync::atomic::AtomicU64;
 
 /// Ids of the first segment: a small tree's table is one 16 KiB segment.
 const FIRST_SEGMENT: u64 = 1024;
@@ -123,14 +125,21 @@ impl MappingTable {
         self.words(id).map_or(Link::NULL, |words| {
             let link = Link(words[0].load(Ordering::Acquire));
             if shim::PREFETCH_HINTS {
-                if link.is_delta() {
-                    Link(words[1].load(Ordering::Relaxed)).prefetch();
-                } else {
-                    link.prefetch();
-                }
+                Self::base_page(words, link).prefetch();
             }
             link
         })
+    }
+
+    /// The base page to start loading for an entry (`words`) whose state is `link`: the
+    /// page itself when it is the whole chain, else the entry's hint.
+    #[inline]
+    fn base_page(words: &[AtomicUsize; WORDS_PER_ID], link: Link) -> Link {
+        if link.is_delta() {
+            Link(words[1].load(Ordering::Relaxed))
+        } else {
+            link
+        }
     }
 
     /// [`Self::get`] for a descent that has read `hint`, the child hint its parent keeps for
@@ -140,18 +149,14 @@ impl MappingTable {
     /// it is the whole chain, else the entry's own hint), so that the next descent finds it
     /// there.
     #[inline]
-    pub fn get_hinted(&self, id: PageId, hint: &std::sync::atomic::AtomicU64) -> Link {
+    pub fn get_hinted(&self, id: PageId, hint: &HintWord) -> Link {
         self.words(id).map_or(Link::NULL, |words| {
             let link = Link(words[0].load(Ordering::Acquire));
             if shim::PREFETCH_HINTS {
-                let base = if link.is_delta() {
-                    Link(words[1].load(Ordering::Relaxed))
-                } else {
-                    link
-                };
-                if base.0 as u64 != hint.load(std::sync::atomic::Ordering::Relaxed) {
+                let base = Self::base_page(words, link);
+                if base.0 as u64 != hint.load(Ordering::Relaxed) {
                     base.prefetch();
-                    hint.store(base.0 as u64, std::sync::atomic::Ordering::Relaxed);
+                    hint.store(base.0 as u64, Ordering::Relaxed);
                 }
             }
             link

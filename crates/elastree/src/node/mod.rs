@@ -168,23 +168,20 @@ pub(crate) unsafe fn free_node(node: NonNull<NodeHeader>, layout: Layout) -> usi
 /// one dependent miss after another. A no-op on targets without a prefetch instruction.
 #[inline(always)]
 pub fn prefetch<T>(data: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // Every line the data touches, from the one holding its first byte to the one
-        // holding its last (data that starts inside a line may end in one more line than
-        // its bytes fill).
-        let start = data.as_ptr() as usize;
-        let bytes = std::mem::size_of_val(data);
-        let mut line = start & !63;
-        while line < start + bytes {
-            // SAFETY: prefetching is a hint that never faults or changes memory.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
-            line += 64;
-        }
+    prefetch_range(data.as_ptr() as usize, std::mem::size_of_val(data));
+}
+
+/// Asks the CPU to start loading every cache line of the `bytes` bytes at address `start`,
+/// from the line holding the first byte to the one holding the last (a range that starts
+/// inside a line may end in one more line than its bytes fill). The addresses need not be
+/// valid (see [`prefetch_line`]).
+#[inline(always)]
+pub fn prefetch_range(start: usize, bytes: usize) {
+    let mut line = start & !63;
+    while line < start + bytes {
+        prefetch_line(line);
+        line += 64;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = data;
 }
 
 /// Asks the CPU to start loading the cache line at `address`, which need not be valid: a

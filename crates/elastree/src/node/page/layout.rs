@@ -94,7 +94,7 @@ pub(super) struct Form {
     /// Whether a built page's prefix is its keys' common prefix; `false` keeps whole keys
     /// (prefix always empty: the paper's Base organization in a page).
     pub factor_prefix: bool,
-    /// Whether inner pages carry a child-hint sidecar (see [`Page::hints`]).
+    /// Whether inner pages carry a child-hint sidecar (see [`Page::hint`]).
     pub child_hints: bool,
 }
 
@@ -460,12 +460,8 @@ impl<'n> Page<'n> {
     /// hints (elsewhere the addresses lie past the page: only wasted requests).
     #[inline]
     pub fn prefetch_hints(&self, from: usize, to: usize) {
-        let (first, end) = (self.hint_address(from), self.hint_address(to));
-        let mut line = first & !63;
-        while line < end {
-            super::super::prefetch_line(line);
-            line += 64;
-        }
+        let first = self.hint_address(from);
+        super::super::prefetch_range(first, self.hint_address(to) - first);
     }
 
     /// Whether keys carry tids (a non-unique tree).
