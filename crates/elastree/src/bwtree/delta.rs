@@ -6,27 +6,32 @@
 //! ```text
 //! 0   next      u64   the rest of the chain (a Link: a delta, or the base page)
 //! 8   kind      u8    Insert, Delete, Split, IndexEntry, Remove, Merge or Unlink
-//! 9   spot      u8    Insert and Delete: 0 unknown, 1 the key is absent from the base
-//!                     page and would go at `pos`, 2 it is there at `pos` (see [`Spot`])
+//! 9   flags     u8    bits 0-1, Insert and Delete: 0 the key's spot is unknown, 1 the
+//!                     key is absent from the base page and would go at `pos`, 2 it is
+//!                     there at `pos` (see [`Spot`]); bit 2: the key's tid is stored;
+//!                     bit 3: the high key's tid is stored
 //! 10  level     u16   the page's level (0: leaf)
 //! 12  depth     u16   deltas from this one down to the base, this one included
 //! 14  pos       u16   Insert and Delete: the key's position in the base page (see `spot`)
 //! 16  key_len   u32   bytes of the key
 //! 20  high_len  u32   bytes of the high key, NO_HIGH for none (unbounded)
-//! 24  tid       u64   the key's tid (non-unique trees; 0 in unique ones)
-//! 32  high_tid  u64   the high key's tid
-//! 40  value     u64   Insert: the value; Split: the new right page; IndexEntry: the child;
+//! 24  value     u64   Insert: the value; Split: the new right page; IndexEntry: the child;
 //!                     Remove: the removed page's own id; Merge: the Link to the removed
 //!                     page's chain; Unlink: the removed child
-//! 48  base      u64   Insert and Delete over a chain of Inserts and Deletes alone, at most
+//! 32  base      u64   Insert and Delete over a chain of Inserts and Deletes alone, at most
 //!                     MARKS deep (this one included): the chain's base page (a Link);
 //!                     else null
-//! 56  marks     u64   with `base`: the marks (`Key::mark`) of the keys of this delta and
+//! 40  marks     u64   with `base`: the marks (`Key::mark`) of the keys of this delta and
 //!                     of every delta below it, this one's in the low byte; else 0
-//! 64  key bytes, then high key bytes
-//! ..  with `base`, from the next multiple of 8: the directory, `depth - 1` Links to the
-//!     deltas below this one, the next first
+//! 48  key bytes, then high key bytes, then the key's tid (u64, unaligned) if flag bit 2,
+//!     then the high key's tid (u64, unaligned) if flag bit 3
+//! ..  with `base`, from the next multiple of 8: the directory, `depth - 2` Links to the
+//!     deltas below `next`, `next`'s own `next` first (`next` itself is the field above)
 //! ```
+//!
+//! A tid of 0 is not stored (it reads back as 0): unique trees give every key the tid 0, so
+//! their deltas carry no tid words at all, and their Inserts and Deletes of 8-byte keys take
+//! 64 bytes or less up to the third of a chain.
 //!
 //! `base` and `marks` summarize the chain below a leaf's newest delta: a lookup whose key's
 //! mark is none of them knows, from the top delta alone, that no delta of the chain holds
@@ -226,25 +231,40 @@ const NO_HIGH: u32 = u32::MAX;
 pub(super) struct Delta {
     next: Link,
     kind: Kind,
-    spot: u8,
+    flags: u8,
     level: u16,
     depth: u16,
     pos: u16,
     key_len: u32,
     high_len: u32,
-    tid: u64,
-    high_tid: u64,
     value: u64,
     base: Link,
     marks: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Delta>() == 64);
+const _: () = assert!(std::mem::size_of::<Delta>() == 48);
 const _: () = assert!(std::mem::align_of::<Delta>() == 8);
 
 /// The most deltas (the newest included) whose keys' marks a delta's summary holds: one
 /// byte each in `marks`.
 const MARKS: u16 = 8;
+
+/// `flags` bits holding an Insert's or Delete's [`Spot`] state.
+const SPOT_BITS: u8 = 0b11;
+/// `flags` bit: the key's tid follows the keys' bytes.
+const KEY_TID: u8 = 0b100;
+/// `flags` bit: the high key's tid follows the keys' bytes (after the key's tid, if stored).
+const HIGH_TID: u8 = 0b1000;
+
+/// The bytes of the tids a delta with `flags` stores.
+#[inline]
+fn tids_len(flags: u8) -> usize {
+    const _: () = assert!(KEY_TID == 1 << 2 && HIGH_TID == 1 << 3);
+    8 * usize::from((flags >> 2 & 1) + (flags >> 3 & 1))
+}
+
+/// Where a delta's key bytes start: right after the fixed part, whatever its flags.
+const KEYS_AT: usize = std::mem::size_of::<Delta>();
 
 /// Where an Insert or Delete delta's key lies in the base page at the bottom of its chain,
 /// as the writer's walk found it there: consolidation patches that page (`node/page/patch.rs`)
@@ -293,33 +313,41 @@ pub(super) struct NewDelta<'a> {
 }
 
 impl Delta {
-    /// Where the directory starts (after the key bytes, 8-aligned).
+    /// Where the directory starts (after the key bytes, 8-aligned), for a delta with
+    /// `flags` and keys of these lengths.
     #[inline]
-    fn directory_at(key_len: usize, high_len: usize) -> usize {
-        (std::mem::size_of::<Delta>() + key_len + high_len).next_multiple_of(8)
+    fn directory_at(flags: u8, key_len: usize, high_len: usize) -> usize {
+        (KEYS_AT + key_len + high_len + tids_len(flags)).next_multiple_of(8)
     }
 
-    /// The allocation of a delta with these keys and `below` directory entries.
-    fn layout(key_len: usize, high_len: usize, below: usize) -> Layout {
-        let bytes = if below == 0 {
-            std::mem::size_of::<Delta>() + key_len + high_len
-        } else {
-            Self::directory_at(key_len, high_len) + 8 * below
-        };
-        Layout::from_size_align(bytes, 8).expect("delta layout")
-    }
-
-    /// Entries of the directory: the deltas below this one when it has a summary.
+    /// The bytes of a delta with `flags`, these keys and `below` directory entries.
     #[inline]
-    fn below_len(&self) -> usize {
-        if self.base == Link::NULL {
-            0
+    fn bytes(flags: u8, key_len: usize, high_len: usize, below: usize) -> usize {
+        if below == 0 {
+            KEYS_AT + key_len + high_len + tids_len(flags)
         } else {
-            usize::from(self.depth) - 1
+            Self::directory_at(flags, key_len, high_len) + 8 * below
         }
     }
 
-    /// The directory: links to every delta below this one, the next first (empty without
+    /// Entries of the directory of a delta at `depth` with a summary over base page `base`
+    /// (null: none): every delta below its `next`.
+    #[inline]
+    fn directory_len(base: Link, depth: u16) -> usize {
+        if base == Link::NULL {
+            0
+        } else {
+            usize::from(depth.saturating_sub(2))
+        }
+    }
+
+    /// Entries of the directory.
+    #[inline]
+    fn below_len(&self) -> usize {
+        Self::directory_len(self.base, self.depth)
+    }
+
+    /// The directory: links to every delta below `next`, the nearest first (empty without
     /// a summary).
     #[inline]
     fn below(&self) -> &[Link] {
@@ -330,8 +358,11 @@ impl Delta {
         // SAFETY: `alloc` wrote `len` Links (8-aligned: the delta is) at `directory_at`, and
         // the delta is immutable once published.
         unsafe {
-            let start = (self as *const Delta as *const u8)
-                .add(Self::directory_at(self.key_len as usize, self.high_len()));
+            let start = (self as *const Delta as *const u8).add(Self::directory_at(
+                self.flags,
+                self.key_len as usize,
+                self.high_len(),
+            ));
             std::slice::from_raw_parts(start as *const Link, len)
         }
     }
@@ -341,7 +372,10 @@ impl Delta {
     /// one load instead of one after another. Does nothing for a delta without a summary.
     #[inline]
     pub fn start_loading_chain(&self) {
-        for link in self.below() {
+        if self.base == Link::NULL || !self.next.is_delta() {
+            return;
+        }
+        for link in std::iter::once(&self.next).chain(self.below()) {
             crate::node::prefetch_line(link.0);
             crate::node::prefetch_line(link.0 + 64);
         }
@@ -419,15 +453,15 @@ impl Delta {
         // SAFETY: the caller's contract.
         let (base, marks) = unsafe { Self::summary(new, next, depth) };
         let high = new.high.map_or(&[][..], |h| h.bytes);
-        // The directory: `next` and the deltas below it, when the new delta has a summary.
-        let below = if base == Link::NULL {
-            0
-        } else {
-            usize::from(depth) - 1
-        };
-        let layout = Self::layout(new.key.bytes.len(), high.len(), below);
+        // The directory: the deltas below `next`, when the new delta has a summary.
+        let below = Self::directory_len(base, depth);
+        let high_tid = new.high.map_or(0, |h| h.tid);
+        let flags = new.spot.state
+            | if new.key.tid != 0 { KEY_TID } else { 0 }
+            | if high_tid != 0 { HIGH_TID } else { 0 };
+        let size = Self::bytes(flags, new.key.bytes.len(), high.len(), below);
         // The block: the size rounded up to the alignment (see `free_delta`).
-        let block = layout.pad_to_align();
+        let block = block_layout(size);
         let delta = match pool.take(block.size()) {
             Some(kept) => kept.cast::<Delta>(),
             None => {
@@ -440,49 +474,65 @@ impl Delta {
             }
         };
         let ptr = delta.as_ptr();
-        // SAFETY: freshly allocated with room for the fixed part and both keys' bytes,
-        // 8-aligned; not shared until installed.
+        // SAFETY: freshly allocated with room for the fixed part, the stored tids and both
+        // keys' bytes, 8-aligned; not shared until installed.
         unsafe {
             delta.as_ptr().write(Delta {
                 next,
                 kind: new.kind,
-                spot: new.spot.state,
+                flags,
                 level: new.level,
                 depth,
                 pos: new.spot.pos,
                 key_len: new.key.bytes.len() as u32,
                 high_len: new.high.map_or(NO_HIGH, |h| h.bytes.len() as u32),
-                tid: new.key.tid,
-                high_tid: new.high.map_or(0, |h| h.tid),
                 value: new.value,
                 base,
                 marks,
             });
-            let bytes = (ptr as *mut u8).add(std::mem::size_of::<Delta>());
+            let bytes = (ptr as *mut u8).add(KEYS_AT);
             std::ptr::copy_nonoverlapping(new.key.bytes.as_ptr(), bytes, new.key.bytes.len());
             std::ptr::copy_nonoverlapping(
                 high.as_ptr(),
                 bytes.add(new.key.bytes.len()),
                 high.len(),
             );
+            if flags & (KEY_TID | HIGH_TID) != 0 {
+                let mut tids = bytes.add(new.key.bytes.len() + high.len()) as *mut u64;
+                for tid in [new.key.tid, high_tid] {
+                    if tid != 0 {
+                        tids.write_unaligned(tid);
+                        tids = tids.add(1);
+                    }
+                }
+            }
             if below > 0 {
-                let directory = (ptr as *mut u8)
-                    .add(Self::directory_at(new.key.bytes.len(), high.len()))
-                    as *mut Link;
-                directory.write(next);
-                // A summary over a delta means `next` is a delta with one, whose directory
-                // holds the `below - 1` deltas under it (`next` readable: the contract).
+                let directory = (ptr as *mut u8).add(Self::directory_at(
+                    flags,
+                    new.key.bytes.len(),
+                    high.len(),
+                )) as *mut Link;
+                // A summary at depth 3 or more means `next` is a delta with one, over
+                // another delta: the directory is that delta, then `next`'s directory, the
+                // `below - 1` deltas under it (`next` readable: the contract).
                 if let Target::Delta(d) = next.target() {
+                    directory.write(d.next());
                     std::ptr::copy_nonoverlapping(d.below().as_ptr(), directory.add(1), below - 1);
                 }
             }
         }
-        (delta, layout.size())
+        (delta, size)
     }
 
     /// The delta's size in bytes.
+    #[inline]
     pub fn size(&self) -> usize {
-        Self::layout(self.key_len as usize, self.high_len(), self.below_len()).size()
+        Self::bytes(
+            self.flags,
+            self.key_len as usize,
+            self.high_len(),
+            self.below_len(),
+        )
     }
 
     /// The key bytes that follow the fixed part.
@@ -491,8 +541,25 @@ impl Delta {
         // SAFETY: `alloc` wrote `key_len + high_len` bytes after the fixed part, and the
         // delta is immutable once published.
         unsafe {
-            let start = (self as *const Delta as *const u8).add(std::mem::size_of::<Delta>());
+            let start = (self as *const Delta as *const u8).add(KEYS_AT);
             std::slice::from_raw_parts(start.add(from), len)
+        }
+    }
+
+    /// The `i`th tid stored after the keys' bytes.
+    ///
+    /// # Safety
+    ///
+    /// `flags` has more than `i` tid bits set.
+    #[inline]
+    unsafe fn stored_tid(&self, i: usize) -> u64 {
+        // SAFETY: `alloc` wrote a u64 (unaligned) after the keys' bytes for each tid bit set
+        // in `flags`, the key's first; the caller's contract.
+        unsafe {
+            (self as *const Delta as *const u8)
+                .add(KEYS_AT + self.key_len as usize + self.high_len() + 8 * i)
+                .cast::<u64>()
+                .read_unaligned()
         }
     }
 
@@ -501,7 +568,12 @@ impl Delta {
     pub fn key(&self) -> Key<'_> {
         Key {
             bytes: self.tail(0, self.key_len as usize),
-            tid: self.tid,
+            tid: if self.flags & KEY_TID != 0 {
+                // SAFETY: the key's tid bit is set.
+                unsafe { self.stored_tid(0) }
+            } else {
+                0
+            },
         }
     }
 
@@ -510,7 +582,12 @@ impl Delta {
     pub fn high(&self) -> Option<Key<'_>> {
         (self.high_len != NO_HIGH).then(|| Key {
             bytes: self.tail(self.key_len as usize, self.high_len as usize),
-            tid: self.high_tid,
+            tid: if self.flags & HIGH_TID != 0 {
+                // SAFETY: the high key's tid bit is set (after the key's, if stored).
+                unsafe { self.stored_tid(usize::from(self.flags >> 2 & 1)) }
+            } else {
+                0
+            },
         })
     }
 
@@ -534,7 +611,7 @@ impl Delta {
     #[inline]
     pub fn spot(&self) -> Spot {
         Spot {
-            state: self.spot,
+            state: self.flags & SPOT_BITS,
             pos: self.pos,
         }
     }
@@ -564,6 +641,12 @@ impl Delta {
     }
 }
 
+/// The block a delta of `size` bytes is allocated in: the size rounded up to the alignment.
+#[inline]
+fn block_layout(size: usize) -> Layout {
+    Layout::from_size_align(size.next_multiple_of(8), 8).expect("delta layout")
+}
+
 /// Frees one delta (into `bytes`' pool of kept blocks if it has room); returns its size.
 ///
 /// # Safety
@@ -580,16 +663,15 @@ pub(super) unsafe fn free_delta(delta: NonNull<Delta>, bytes: &Bytes) -> usize {
 /// # Safety
 ///
 /// As [`free_delta`].
+#[inline]
 unsafe fn free_delta_into(delta: NonNull<Delta>, bytes: &Bytes, giver: &mut Giver<'_>) -> usize {
     // SAFETY: the caller's contract; the block is the one `alloc` allocated (or took from
     // the pool): the size rounded up to the alignment.
     unsafe {
         let size = delta.as_ref().size();
-        let block = Layout::from_size_align(size, 8)
-            .expect("delta layout")
-            .pad_to_align();
-        if !giver.give(delta.cast::<u8>(), block.size(), || bytes.tree()) {
-            dealloc(delta.as_ptr() as *mut u8, block);
+        let block = size.next_multiple_of(8);
+        if !giver.give(delta.cast::<u8>(), block, || bytes.tree()) {
+            dealloc(delta.as_ptr() as *mut u8, block_layout(size));
         }
         size
     }
@@ -659,5 +741,129 @@ unsafe fn free_chain_into(
                 return (bytes, level);
             }
         }
+    }
+}
+
+#[cfg(all(test, not(feature = "loom")))]
+mod tests {
+    use super::*;
+    use crate::node::page::{MidWidth, PageImage};
+
+    /// Frees a delta made by these tests (never published, never pooled).
+    fn free(delta: NonNull<Delta>) {
+        // SAFETY: allocated by `Delta::alloc` from an empty pool (the global allocator), in
+        // the block `block_layout` gives for its size; no one else reaches it.
+        unsafe {
+            let size = delta.as_ref().size();
+            dealloc(delta.as_ptr() as *mut u8, block_layout(size));
+        }
+    }
+
+    fn new_delta<'a>(kind: Kind, key: Key<'a>, high: Option<Key<'a>>) -> NewDelta<'a> {
+        NewDelta {
+            kind,
+            level: 0,
+            key,
+            high,
+            value: 42,
+            spot: Spot::at(3, true),
+        }
+    }
+
+    /// Keys of every small length, with and without tids and high keys, read back as they
+    /// were written, and a delta takes the fixed part, the keys' bytes and a word for each
+    /// tid that is not 0.
+    #[test]
+    fn keys_and_tids_read_back_as_written() {
+        let pool = DeltaPool::default();
+        let bytes: Vec<u8> = (1..=20).collect();
+        for key_len in [0, 1, 7, 8, 13] {
+            for tid in [0, 7, u64::MAX] {
+                for high in [None, Some((3, 0)), Some((9, 1u64 << 40))] {
+                    let key = Key {
+                        bytes: &bytes[..key_len],
+                        tid,
+                    };
+                    let high = high.map(|(len, tid)| Key {
+                        bytes: &bytes[20 - len..],
+                        tid,
+                    });
+                    let kind = if high.is_some() {
+                        Kind::Split
+                    } else {
+                        Kind::Insert
+                    };
+                    // SAFETY: `next` is null.
+                    let (delta, size) =
+                        unsafe { Delta::alloc(&new_delta(kind, key, high), Link::NULL, 1, &pool) };
+                    // SAFETY: allocated just now, not freed before `free` below.
+                    let d = unsafe { delta.as_ref() };
+                    assert!(d.key().same(key));
+                    assert_eq!(
+                        d.high().map(|h| (h.bytes, h.tid)),
+                        high.map(|h| (h.bytes, h.tid))
+                    );
+                    assert_eq!((d.kind(), d.value(), d.depth()), (kind, 42, 1));
+                    assert_eq!(d.spot().get(), Some((3, true)));
+                    let tids = [Some(tid), high.map(|h| h.tid)]
+                        .into_iter()
+                        .filter(|t| t.is_some_and(|t| t != 0))
+                        .count();
+                    let expected = 48 + key_len + high.map_or(0, |h| h.bytes.len()) + 8 * tids;
+                    assert_eq!((size, d.size()), (expected, expected));
+                    free(delta);
+                }
+            }
+        }
+    }
+
+    /// Each Insert of a chain over a base page names that page, and its directory lists
+    /// every delta below its `next`, the nearest first; an 8-byte key's Insert takes 64
+    /// bytes or less up to the third of the chain.
+    #[test]
+    fn a_chain_keeps_a_directory_of_the_deltas_below_next() {
+        let config = PageConfig::new((8, 8), (512, 512), 8, (false, true, MidWidth::Eight));
+        let (node, _) = PageImage::default().build(&config, 0, 0..0, (None, None));
+        let base = Link::base(node, 64);
+        let pool = DeltaPool::default();
+        let keys: Vec<[u8; 8]> = (0..7u64).map(|i| (i * 1000).to_be_bytes()).collect();
+        let mut chain: Vec<NonNull<Delta>> = Vec::new();
+        let mut top = base;
+        for (i, bytes) in keys.iter().enumerate() {
+            let key = Key { bytes, tid: 0 };
+            let depth = i as u16 + 1;
+            // SAFETY: `top` is the base page or a delta of this chain, all alive.
+            let (delta, size) =
+                unsafe { Delta::alloc(&new_delta(Kind::Insert, key, None), top, depth, &pool) };
+            // SAFETY: as above.
+            let d = unsafe { delta.as_ref() };
+            assert_eq!(d.entries_over(), Some(base));
+            assert_eq!(d.next(), top);
+            let below: Vec<Link> = chain
+                .iter()
+                .rev()
+                .skip(1)
+                .map(|&p| Link::delta(p))
+                .collect();
+            assert_eq!(d.below(), &below[..]);
+            assert_eq!(size, 56 + 8 * usize::from(depth.saturating_sub(2)));
+            assert_eq!(size <= 64, depth <= 3);
+            // A key of the chain is there; no summary clears it.
+            for older in &keys[..=i] {
+                let mark = Key {
+                    bytes: older,
+                    tid: 0,
+                }
+                .mark();
+                assert_eq!(d.past_deltas(mark), None);
+            }
+            chain.push(delta);
+            top = Link::delta(delta);
+        }
+        for delta in chain {
+            free(delta);
+        }
+        // SAFETY: built above, never shared; the deltas over it are freed.
+        unsafe { free_base(&config, node) };
     }
 }

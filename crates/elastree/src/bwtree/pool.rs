@@ -20,8 +20,8 @@ use std::sync::Mutex;
 
 use crate::counter::{stripe_of_this_thread, STRIPES};
 
-/// The largest block kept, in bytes (a delta with a key of up to 80 bytes and a full
-/// directory of the deltas below it).
+/// The largest block kept, in bytes (a delta with a key of up to 96 bytes, 88 with a stored
+/// tid, and a full directory of the deltas below it).
 const LARGEST: usize = 200;
 /// Size classes: `8 * (c + 1)` bytes for class `c`.
 const CLASSES: usize = LARGEST / 8;
