@@ -52,7 +52,7 @@
 //! halves get new ids and a new inner page replaces the root's chain in one
 //! compare-and-swap, so the root never carries a Split delta.
 //!
-//! A leaf whose consolidation leaves it under a third of a page (entries and entry bytes:
+//! A leaf whose consolidation leaves it under two fifths of a page (entries and entry bytes:
 //! see `BwTree::underfull`) and that is not the leftmost child of its parent merges into its
 //! left sibling (`merge.rs`), in three compare-and-swaps:
 //!
@@ -235,19 +235,21 @@ impl BwTree {
     }
 
     /// Whether a leaf of `count` entries built in `size` bytes is under the merge
-    /// threshold: at most a third of the entries a leaf may hold, and entry bytes (the size
-    /// beyond an empty page's) at most a third of a leaf's. A page just split holds about
-    /// half of each, so it does not merge back at once; a page under the threshold merged
-    /// into a left sibling that is at most full makes at most 4/3 of a page, whose halves
-    /// (2/3 each) are well above the threshold, so merges and splits do not chase each
-    /// other. A quarter was tried first: after random updates (`examples/bw_garbage.rs`,
-    /// 1M updates over 100K keys) the leaves settled emptier and the tree took 1.109x a
-    /// freshly built one's bytes; a third gives 1.055x. Tiny test pages (4 entries) merge
-    /// at one entry.
+    /// threshold: at most two fifths of the entries a leaf may hold, and entry bytes (the
+    /// size beyond an empty page's) at most two fifths of a leaf's. A page just split holds
+    /// about half of each, so it does not merge back at once; a page under the threshold
+    /// merged into a left sibling that is at most full makes at most 7/5 of a page, whose
+    /// halves (7/10 each) are well above the threshold, so merges and splits do not chase
+    /// each other. Random updates leave leaves emptier the lower the threshold, and every
+    /// leaf carries a chain of deltas besides its page: after 10M random updates on 2
+    /// threads over 1M keys (`examples/bw_garbage.rs`) a third left 14,250 leaves where a
+    /// fresh tree has 10,765, and the tree 1.104x a fresh one's bytes; two fifths leave
+    /// 13,110 leaves and 1.091-1.093x (a quarter, tried first at 1M updates over 100K keys,
+    /// left 1.109x). Tiny test pages (4 entries) merge at one entry.
     fn underfull(&self, count: usize, size: usize) -> bool {
         let spare = self.config.max_bytes(0).saturating_sub(self.empty_bytes);
-        count * 3 <= self.config.max_entries(0)
-            && size.saturating_sub(self.empty_bytes) * 3 <= spare
+        count * 5 <= 2 * self.config.max_entries(0)
+            && size.saturating_sub(self.empty_bytes) * 5 <= 2 * spare
     }
 
     /// Builds a base page at `level` from entries `range` of `image` (which fit), with
