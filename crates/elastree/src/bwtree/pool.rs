@@ -1,6 +1,6 @@
 //! Freed delta blocks kept for the tree's next deltas instead of going back to the system
 //! allocator. A write allocates a delta and each consolidation frees a chain's worth, all of a
-//! few sizes (64 bytes and the key's); with glibc a malloc of one cost about 150 instructions
+//! few sizes (48 bytes and the key's); with glibc a malloc of one cost about 150 instructions
 //! (the 4 KiB page allocations between them empty its fast bins), a pop from here about 20
 //! (`examples/bw_ops.rs` under callgrind).
 //!
@@ -8,9 +8,9 @@
 //! through each block's first word, in the freeing thread's shard (one of [`STRIPES`], as the
 //! SB-tree's block free lists: `crate::counter::stripe_of_this_thread`); a thread takes from
 //! its own shard only, and gives a chain's worth of blocks under one lock of its shard
-//! ([`DeltaPool::giver`]). A shard keeps at most [`MIN_KEEP`] bytes or a 64th of the tree's
-//! page and delta bytes, whichever is more, so the epoch's bursts of frees (up to 8 bags of
-//! 64 chains at a time) are mostly kept while the pool stays a small part of the tree.
+//! ([`DeltaPool::giver`]). A shard keeps at most [`MIN_KEEP`] bytes or a [`SHARE`]th of the
+//! tree's page and delta bytes, whichever is more, so the epoch's bursts of frees (up to 8
+//! bags of 64 chains at a time) are mostly kept while the pool stays a small part of the tree.
 //! Every kept byte is counted ([`DeltaPool::bytes`], reported with the tree's memory), and
 //! the blocks go back to the allocator when the pool is dropped (with the tree's byte
 //! counters, after the last deferred free). Under `loom` nothing is kept.
@@ -27,6 +27,14 @@ const LARGEST: usize = 200;
 const CLASSES: usize = LARGEST / 8;
 /// Bytes a shard may keep however small the tree.
 const MIN_KEEP: usize = 4096;
+/// A shard keeps at most this fraction (its inverse) of the tree's bytes. The pool is memory
+/// the tree holds: with a 64th, 10M random updates over 1M keys on 2 threads
+/// (`examples/bw_garbage.rs`) left 0.42-0.47 MB in the pool (1.9% of the tree) and the tree
+/// at 1.088-1.100x a fresh one's bytes; with a 128th, 1.083-1.085x. A burst of frees (about
+/// 0.2 MB) outgrows a 128th of a tree of 1M keys, whose loads then cost 1.4% more
+/// instructions (3,247 -> 3,292 an insert, `examples/bw_ops.rs` under callgrind); larger
+/// trees keep every burst either way.
+const SHARE: usize = 128;
 /// Gives between two computations of a shard's limit: the tree's bytes are a sum over the
 /// stripes of its byte counters, which other threads keep changing (each read of theirs a
 /// cache miss), and the limit is a soft bound that the tree's size moves slowly.
@@ -123,7 +131,7 @@ pub(super) struct Giver<'p>(std::sync::MutexGuard<'p, Lists>);
 
 impl Giver<'_> {
     /// Keeps `block` for a later [`DeltaPool::take`], unless the shard holds its share
-    /// already (more than [`MIN_KEEP`] bytes and a 64th of the tree's bytes, `tree()`, as
+    /// already (more than [`MIN_KEEP`] bytes and a [`SHARE`]th of the tree's bytes, `tree()`, as
     /// last computed: see [`RECOUNT`]): then `false`, and the caller frees it.
     ///
     /// # Safety
@@ -146,7 +154,7 @@ impl Giver<'_> {
         };
         let lists = &mut *self.0;
         if lists.stale == 0 {
-            lists.limit = MIN_KEEP.max(tree() / 64);
+            lists.limit = MIN_KEEP.max(tree() / SHARE);
             lists.stale = RECOUNT;
         }
         lists.stale -= 1;
