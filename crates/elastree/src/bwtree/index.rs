@@ -38,9 +38,11 @@ use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 /// (the tree's bytes after 10M random updates over 1M keys on 2 threads, over a freshly
 /// built tree's) gives chain 4: 1.088x and 1.091x; 5: 1.098x, 1.104x and 1.101x; 6: 1.109x
 /// to 1.118x in seven runs, at 3,403, 3,348 and 3,191 instructions per insert
-/// (`examples/bw_ops.rs`, 1M keys, with the chain directories and child hints). 6 is kept
-/// for the inserts, which are further from their target than the bytes; 4 keeps the bytes
-/// within 10% of a fresh tree's.
+/// (`examples/bw_ops.rs`, 1M keys, with the chain directories and child hints). 6 was kept
+/// for the inserts, which are further from their target than the bytes. Since deltas shrank
+/// (a 48-byte fixed part with no tid words in unique trees, a directory that does not repeat
+/// `next`), leaves merge under two fifths of a page instead of a third and the delta pool
+/// keeps half as much, chain 6 leaves 1.083x-1.085x.
 pub const DEFAULT_CHAIN_LENGTH: usize = 6;
 
 /// Entries of a leaf page when the shared options do not say (bounded by the page's bytes).
