@@ -270,7 +270,8 @@ impl BwTree {
     /// only the deltas' keys are encoded. Returns what [`Self::consolidate`] returns, or
     /// `None` when the page must be collected and rebuilt instead.
     fn patch(&self, id: PageId, top: Link, image: &mut PageImage, guard: &Guard) -> Option<bool> {
-        let mut deltas: Deltas<'_> = SmallVec::new();
+        // Each delta with its key, read once for the sort.
+        let mut deltas: SmallVec<[(Key<'_>, &Delta); 16]> = SmallVec::new();
         let mut link = top;
         // SAFETY: as below.
         unsafe { top.start_loading_chain() };
@@ -280,7 +281,7 @@ impl BwTree {
             match unsafe { link.target() } {
                 Target::Delta(d) => match d.kind() {
                     Kind::Insert | Kind::Delete | Kind::IndexEntry => {
-                        deltas.push(d);
+                        deltas.push((d.key(), d));
                         link = d.next();
                     }
                     _ => return None,
@@ -290,13 +291,13 @@ impl BwTree {
             }
         };
         // Newest first; a stable sort keeps the newest of a key first.
-        deltas.sort_by(|a, b| a.key().order(b.key()));
-        deltas.dedup_by(|later, first| later.key().same(first.key()));
+        deltas.sort_by(|a, b| a.0.order(b.0));
+        deltas.dedup_by(|later, first| later.0.same(first.0));
         let edits: SmallVec<[Edit<'_>; 16]> = deltas
             .iter()
-            .map(|d| Edit {
-                key: d.key().bytes,
-                tid: d.key().tid,
+            .map(|&(key, d)| Edit {
+                key: key.bytes,
+                tid: key.tid,
                 value: (d.kind() != Kind::Delete).then(|| d.value()),
                 at: d.spot().get(),
             })
