@@ -162,6 +162,9 @@ step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -
 # The library crates' documentation: no broken links, none to items a reader cannot see.
 step "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet \
   -p elastree -p elastree-dist -p elastree-testkit -p elastree-bench
+# And their private items' documentation: the links inside the crates resolve too.
+step "cargo doc -D warnings (private items)" env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps \
+  --quiet --document-private-items -p elastree -p elastree-dist -p elastree-testkit -p elastree-bench
 step "build the tests (test profile)" cargo test --workspace --no-run --quiet
 step "cargo test (workspace), memcheck, loom and ASan beside it" tests_and_beside
 

@@ -122,7 +122,7 @@ impl<R: LeafPolicy> Tree<R> {
         Ok(Some(left))
     }
 
-    /// Replaces the leaf of `key` by what [`NodeRepr::replacement`] builds; returns whether
+    /// Replaces the leaf of `key` by what [`LeafPolicy::replacement`] builds; returns whether
     /// it did.
     pub(super) fn replace_leaf(&self, key: R::Probe<'_>, guard: &Guard) -> Result<bool, Restart> {
         let path = self.descend_for_conversion(key, guard)?;

@@ -2,7 +2,7 @@
 //! [`crate::elastic`] for when it runs and why).
 //!
 //! A sweep step merges two adjacent leaves under one parent into one node the representation
-//! builds ([`NodeRepr::pair_replacement`]). It is the union of two conversions the tree
+//! builds ([`LeafPolicy::pair_replacement`]). It is the union of two conversions the tree
 //! already does, with their locks and nothing else: like a merge it removes the right
 //! leaf's separator from the parent, and like a leaf replacement it swaps the left leaf for a
 //! new node, which the parent's child slot and the left sibling's link are pointed at. So the
