@@ -44,9 +44,10 @@
 //! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
 //! `next`'s depth plus one (a base page's is 0); a known spot is what a search of the
 //! chain's base page for the delta's key returns (every delta of a chain was installed over
-//! that base page: consolidation replaces the whole chain). Insert, Delete, Remove and Merge appear
-//! only on leaves (only leaves are merged), IndexEntry and Unlink only on inner pages; Split,
-//! IndexEntry, Remove, Merge and Unlink carry the high key (the end of the range they move).
+//! that base page: consolidation replaces the whole chain). Insert, Delete, Remove and Merge
+//! appear only on leaves (only leaves are merged), IndexEntry and Unlink only on inner
+//! pages; Split, IndexEntry, Remove, Merge and Unlink carry the high key (the end of the
+//! range they move).
 //! A Remove is only ever the top of its page's chain (nothing is installed on it), and its
 //! `next` belongs to the Merge that absorbs it: freeing a Remove frees the delta alone. A
 //! Merge owns the chain its value links to (freed with the Merge's own chain).
@@ -322,7 +323,7 @@ impl Delta {
 
     /// The bytes of a delta with `flags`, these keys and `below` directory entries.
     #[inline]
-    fn bytes(flags: u8, key_len: usize, high_len: usize, below: usize) -> usize {
+    fn size_for(flags: u8, key_len: usize, high_len: usize, below: usize) -> usize {
         if below == 0 {
             KEYS_AT + key_len + high_len + tids_len(flags)
         } else {
@@ -459,7 +460,7 @@ impl Delta {
         let flags = new.spot.state
             | if new.key.tid != 0 { KEY_TID } else { 0 }
             | if high_tid != 0 { HIGH_TID } else { 0 };
-        let size = Self::bytes(flags, new.key.bytes.len(), high.len(), below);
+        let size = Self::size_for(flags, new.key.bytes.len(), high.len(), below);
         // The block: the size rounded up to the alignment (see `free_delta`).
         let block = block_layout(size);
         let delta = match pool.take(block.size()) {
@@ -513,8 +514,9 @@ impl Delta {
                     high.len(),
                 )) as *mut Link;
                 // A summary at depth 3 or more means `next` is a delta with one, over
-                // another delta: the directory is that delta, then `next`'s directory, the
-                // `below - 1` deltas under it (`next` readable: the contract).
+                // another delta (`summary`): the directory is that delta, then `next`'s
+                // directory, the `below - 1` deltas under it (`next` readable: the contract).
+                debug_assert!(next.is_delta(), "a summary {depth} deep tops a delta");
                 if let Target::Delta(d) = next.target() {
                     directory.write(d.next());
                     std::ptr::copy_nonoverlapping(d.below().as_ptr(), directory.add(1), below - 1);
@@ -527,7 +529,7 @@ impl Delta {
     /// The delta's size in bytes.
     #[inline]
     pub fn size(&self) -> usize {
-        Self::bytes(
+        Self::size_for(
             self.flags,
             self.key_len as usize,
             self.high_len(),

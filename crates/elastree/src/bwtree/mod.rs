@@ -244,8 +244,8 @@ impl BwTree {
     /// leaf carries a chain of deltas besides its page: after 10M random updates on 2
     /// threads over 1M keys (`examples/bw_garbage.rs`) a third left 14,250 leaves where a
     /// fresh tree has 10,765, and the tree 1.104x a fresh one's bytes; two fifths leave
-    /// 13,110 leaves and 1.091-1.093x (a quarter, tried first at 1M updates over 100K keys,
-    /// left 1.109x). Tiny test pages (4 entries) merge at one entry.
+    /// 13,037-13,162 leaves and 1.088-1.100x in ten runs (a quarter, tried first at 1M
+    /// updates over 100K keys, left 1.109x). Tiny test pages (4 entries) merge at one entry.
     fn underfull(&self, count: usize, size: usize) -> bool {
         let spare = self.config.max_bytes(0).saturating_sub(self.empty_bytes);
         count * 5 <= 2 * self.config.max_entries(0)

@@ -131,8 +131,8 @@ pub(super) struct Giver<'p>(std::sync::MutexGuard<'p, Lists>);
 
 impl Giver<'_> {
     /// Keeps `block` for a later [`DeltaPool::take`], unless the shard holds its share
-    /// already (more than [`MIN_KEEP`] bytes and a [`SHARE`]th of the tree's bytes, `tree()`, as
-    /// last computed: see [`RECOUNT`]): then `false`, and the caller frees it.
+    /// already (more than [`MIN_KEEP`] bytes and a [`SHARE`]th of the tree's bytes,
+    /// `tree()`, as last computed: see [`RECOUNT`]): then `false`, and the caller frees it.
     ///
     /// # Safety
     ///
