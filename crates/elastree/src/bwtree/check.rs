@@ -8,7 +8,8 @@
 //! removed page routed to, and the mapping table holds nothing else but removed pages
 //! waiting for their parent's Unlink to be consolidated away: each named by an Unlink on a
 //! reached parent and frozen by a Remove (and, the level walk shows, no longer any page's
-//! sibling: its merge finished).
+//! sibling: its merge finished). Every base page reached has a range stamp of its own (not 0,
+//! no other live base page's).
 
 use std::collections::HashSet;
 
@@ -16,7 +17,7 @@ use super::delta::{Kind, Link, Target};
 use super::key::Key;
 use super::shim;
 use super::table::PageId;
-use super::{BwTree, NO_SIBLING, ROOT};
+use super::{stamp_of, BwTree, NO_SIBLING, ROOT};
 use crate::node::page::{PageImage, PageRepr};
 use crate::node::slotted::VarKey;
 use crate::node::NodeRepr;
@@ -33,10 +34,12 @@ struct Range {
 }
 
 /// What the walk gathers: pages reached, each level's pages left to right (id, right
-/// sibling, fences), the removed pages that reached Unlinks name, the entries counted.
+/// sibling, fences), the removed pages that reached Unlinks name, the entries counted, the
+/// range stamps of the base pages reached.
 #[derive(Default)]
 struct Walk {
     seen: HashSet<PageId>,
+    stamps: HashSet<u64>,
     levels: Vec<Vec<(PageId, PageId, Range)>>,
     unlinked: HashSet<PageId>,
     entries: usize,
@@ -266,6 +269,12 @@ impl BwTree {
                         return Err(corrupt(format!(
                             "page {id}: base at level {} under {depth} deltas",
                             node.level()
+                        )));
+                    }
+                    let stamp = stamp_of(node);
+                    if stamp == 0 || !walk.stamps.insert(stamp) {
+                        return Err(corrupt(format!(
+                            "page {id}: base page stamp {stamp} reused"
                         )));
                     }
                     return PageRepr::check_node(node, &self.config)

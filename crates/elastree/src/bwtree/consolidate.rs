@@ -28,7 +28,7 @@ use super::key::Key;
 use super::shim::Guard;
 use super::table::PageId;
 use super::view::{Probe, Step};
-use super::{set_sibling, sibling, BwTree, NO_SIBLING, ROOT};
+use super::{set_sibling, sibling, stamp_of, BwTree, NO_SIBLING, ROOT};
 use crate::node::page::{fence, fence_cmp, Edit, PageImage, PageRepr, PageView};
 use crate::node::slotted::VarKey;
 use crate::node::{NodeHeader, NodeRepr};
@@ -308,7 +308,8 @@ impl BwTree {
         let level = base.level();
         set_sibling(patched.node, sibling(base));
         self.bytes.of(level).add(patched.size);
-        let page = self.link_to(patched.node);
+        // Entry deltas alone: the patch keeps the base page's fences, and its stamp.
+        let page = self.link_to(patched.node, stamp_of(base));
         if !self.table.cas(id, top, page) {
             self.discard(page, true);
             return Some(false);
@@ -393,7 +394,10 @@ impl BwTree {
         set_sibling(right.node, sibling(base));
         set_sibling(left.node, right_id);
         self.bytes.of(0).add(right.size + left.size);
-        let (left, right) = (self.link_to(left.node), self.link_to(right.node));
+        let (left, right) = (
+            self.link_to(left.node, self.new_stamp()),
+            self.link_to(right.node, self.new_stamp()),
+        );
         let posted = (0, split_key, high.as_ref().map(Key::of));
         let Some(delta) = self.post_split(id, top, (right_id, right), posted, guard) else {
             self.discard(left, true);

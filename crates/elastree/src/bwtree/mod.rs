@@ -119,7 +119,7 @@ mod view;
 mod write;
 
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::counter::StripedCount;
@@ -177,6 +177,16 @@ fn sibling(node: &NodeHeader) -> PageId {
     node.link().addr() as PageId
 }
 
+/// Base page `node`'s range stamp: a number that names its key range, kept in the lock word
+/// (base pages are never written after they are published, so never locked). Two base pages
+/// with one stamp have the same low and high fences: a page built from entries takes a stamp
+/// never handed out before ([`BwTree::new_stamp`]), and only a patch, which keeps its base
+/// page's fences, copies its base page's stamp. Pages with equal fences may still have
+/// different stamps. Stamps are never 0.
+fn stamp_of(node: &NodeHeader) -> u64 {
+    node.lock.stamp()
+}
+
 /// Sets the right sibling id of an unpublished base page.
 fn set_sibling(node: NonNull<NodeHeader>, id: PageId) {
     // SAFETY: the page is not yet shared; the link word is an atomic.
@@ -202,6 +212,8 @@ pub(crate) struct BwTree {
     splits: AtomicU64,
     /// Merges started: Unlink deltas installed (statistics).
     merges: AtomicU64,
+    /// The last range stamp handed out (see [`stamp_of`]).
+    stamps: AtomicU64,
 }
 
 impl BwTree {
@@ -223,6 +235,7 @@ impl BwTree {
             empty_bytes: 0,
             splits: AtomicU64::new(0),
             merges: AtomicU64::new(0),
+            stamps: AtomicU64::new(0),
         };
         let mut tree = tree;
         let root = tree.table.allocate();
@@ -268,14 +281,23 @@ impl BwTree {
         let (node, size) = image.build(&self.config, level, range, fences);
         set_sibling(node, right);
         self.bytes.of(level).add(size);
-        (self.link_to(node), size)
+        (self.link_to(node, self.new_stamp()), size)
+    }
+
+    /// A range stamp never handed out before (see [`stamp_of`]).
+    fn new_stamp(&self) -> u64 {
+        self.stamps.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// The link to base page `node`, just built by this thread and not yet shared, with the
-    /// bytes a search reads first: the header and the mid-keys after it.
-    fn link_to(&self, node: NonNull<NodeHeader>) -> Link {
+    /// bytes a search reads first: the header and the mid-keys after it. Gives the page
+    /// range stamp `stamp` (see [`stamp_of`]).
+    fn link_to(&self, node: NonNull<NodeHeader>, stamp: u64) -> Link {
         // SAFETY: the caller built the page and has not shared it, so it is live.
-        let count = unsafe { node.as_ref() }.count();
+        let header = unsafe { node.as_ref() };
+        // Base pages are never locked: the lock word is free for the stamp.
+        header.lock.set_stamp(stamp);
+        let count = header.count();
         Link::base(
             node,
             crate::node::page::MIDS_AT + count * self.config.mid_width().bytes(),

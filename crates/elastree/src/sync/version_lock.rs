@@ -134,6 +134,20 @@ impl VersionLock {
     pub fn is_locked(&self) -> bool {
         self.word.load(Ordering::Acquire) & LOCKED != 0
     }
+
+    /// The word as a plain value, for a node that is never locked (one never written after
+    /// it is published, as the Bw-tree's base pages): its owner keeps a stamp there instead
+    /// of a version. Meaningless for a node that is locked.
+    #[inline]
+    pub fn stamp(&self) -> u64 {
+        self.word.load(Ordering::Relaxed)
+    }
+
+    /// Sets the word to `stamp` (see [`Self::stamp`]), before the node is published; the
+    /// node must never be locked afterwards.
+    pub fn set_stamp(&self, stamp: u64) {
+        self.word.store(stamp, Ordering::Relaxed);
+    }
 }
 
 /// An optimistic read in progress: the version seen by [`VersionLock::read_begin`].
