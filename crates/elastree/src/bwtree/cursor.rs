@@ -689,6 +689,12 @@ mod tests {
         tree.cursor((Bound::Unbounded, Bound::Unbounded), Direction::Ascending)
     }
 
+    /// The range stamp of leaf `id`'s base page now.
+    fn stamp_now(tree: &BwTree, id: PageId) -> u64 {
+        let _guard = shim::pin();
+        stamp_of(base_of(tree.table.get(id)).expect("a live leaf"))
+    }
+
     /// Leaves' ids (a walk along the leaf level from the leftmost).
     fn leaves(tree: &BwTree) -> Vec<PageId> {
         let guard = shim::pin();
@@ -804,10 +810,7 @@ mod tests {
         for i in 0..40 {
             put(&tree, i * 10);
         }
-        let stamp_now = |id| {
-            let _guard = shim::pin();
-            stamp_of(base_of(tree.table.get(id)).expect("a live leaf"))
-        };
+        let stamp_now = |id| stamp_now(&tree, id);
         let mut cursor = ascending(&tree);
         let mut got = Vec::new();
         cursor.next_batch(1, &mut |k, _| {
@@ -861,10 +864,7 @@ mod tests {
         assert!(first > 0);
         let (id, stamp) = cursor.hint.as_ref().map(|h| (h.id, h.stamp)).unwrap();
         assert_eq!(id, leaves(&tree)[1], "the right sibling");
-        let now = {
-            let _guard = shim::pin();
-            stamp_of(base_of(tree.table.get(id)).expect("a live leaf"))
-        };
+        let now = stamp_now(&tree, id);
         assert!(stamp != 0 && stamp == now, "{stamp} {now}");
         let second = cursor.next_batch(usize::MAX, &mut visit);
         assert!(second > 0);
