@@ -347,29 +347,25 @@ impl BwTree {
         if base.level() != hint.level {
             return None;
         }
-        if hint.level == 0 && hint.stamp != 0 && stamp_of(base) == hint.stamp {
-            // The base page the hint was taken from, or a patch of it: the same fences, the
-            // page whose entries the last batch handed out, so the probe lies within them.
-            // SAFETY: read from the mapping table under `guard`.
-            let (entries_only, depth) = unsafe { (top.entries_only(), top.depth()) };
-            if entries_only && (!consolidate || depth < READ_CHAIN) {
-                return Some((hint.id, top));
-            }
-            return self.leaf_for(hint.id, probe, consolidate, guard);
-        }
-        if !self.starts_at(base, hint.low()) {
+        // The base page the hint was taken from, or a patch of it: the fences it had then,
+        // around the probe (the cursor key was handed out from the page, or is where the page
+        // starts). Otherwise the page must start where the remembered one started.
+        let stamped = hint.level == 0 && hint.stamp != 0 && stamp_of(base) == hint.stamp;
+        if !stamped && !self.starts_at(base, hint.low()) {
             return None;
         }
         if hint.level == 0 {
-            // A chain of Inserts and Deletes over the base page whose low fence is the
-            // remembered one: the probe is not below it (the cursor key is the last key
-            // handed out from this page, or its start), so the page holds the probe unless
-            // it lies past the high fence. Nothing else is read: the chain has no split,
-            // merge or removal to follow, and needs no consolidation here.
+            // A chain of Inserts and Deletes over that base page: the probe is not below its
+            // low fence, so the page holds the probe unless it lies past the high fence (not
+            // even that when stamped). Nothing else is read: the chain has no split, merge or
+            // removal to follow, and needs no consolidation here.
             // SAFETY: read from the mapping table under `guard`.
             let (entries_only, depth) = unsafe { (top.entries_only(), top.depth()) };
             let bare_enough = !consolidate || depth < READ_CHAIN;
-            if entries_only && bare_enough && !probe.past_fence(&PageView::of(base, &self.config)) {
+            if entries_only
+                && bare_enough
+                && (stamped || !probe.past_fence(&PageView::of(base, &self.config)))
+            {
                 return Some((hint.id, top));
             }
             // The page itself, or its right sibling when a split moved the key there.

@@ -179,10 +179,10 @@ fn sibling(node: &NodeHeader) -> PageId {
 
 /// Base page `node`'s range stamp: a number that names its key range, kept in the lock word
 /// (base pages are never written after they are published, so never locked). Two base pages
-/// with one stamp have the same low and high fences: a page built from entries takes a stamp
-/// never handed out before ([`BwTree::new_stamp`]), and only a patch, which keeps its base
-/// page's fences, copies its base page's stamp. Pages with equal fences may still have
-/// different stamps. Stamps are never 0.
+/// with one stamp have the same low and high fences: every base page takes a stamp never
+/// handed out before ([`BwTree::new_stamp`]), the halves of a split too, except the patch
+/// that consolidates a chain of entry deltas, which keeps its base page's fences and copies
+/// its stamp. Pages with equal fences may still have different stamps. Stamps are never 0.
 fn stamp_of(node: &NodeHeader) -> u64 {
     node.lock.stamp()
 }
