@@ -467,8 +467,9 @@ fn bwtree_base_pages_tiny() {
 
 /// The Bw-tree with the smallest pages and chains of 2, each writer first inserting every
 /// key it owns, then removing far more than it inserts (30% inserts) while scanners read:
-/// emptied leaves merge into their left siblings all the time, racing splits, other merges
-/// and the scans. No key is lost or duplicated, and the leaves' count falls.
+/// emptied leaves merge into their left siblings all the time, and so do inner pages left
+/// with one child, racing splits, other merges and the scans. No key is lost or duplicated,
+/// and both kinds of merges happen.
 #[test]
 fn bwtree_delete_heavy_tiny_pages() {
     let _limit = time_limit();
@@ -493,8 +494,9 @@ fn bwtree_delete_heavy_tiny_pages() {
             stress(&built, &registry, enc, seed, mix, &what);
             let stats = built.index().stats_as::<BwTreeStats>().unwrap();
             // About 30% of the keys stay (and the stable tenth): the leaves, split while the
-            // writers preloaded, merged back.
+            // writers preloaded, merged back, and so did inner pages left with one child.
             assert!(stats.merges > 100, "{what}: {stats:?}");
+            assert!(stats.inner_merges > 0, "{what}: {stats:?}");
             assert!(stats.splits > stats.merges, "{what}: {stats:?}");
         }
     }

@@ -125,7 +125,7 @@ impl BwTree {
         pages
     }
 
-    /// Checks unreached page `id` (chain `top`): a removed leaf that a reached parent's
+    /// Checks unreached page `id` (chain `top`): a removed page that a reached parent's
     /// Unlink names. (A merge left unfinished would show in the level walk: the left
     /// sibling would still name the removed page.)
     fn check_removed(&self, id: PageId, top: Link, walk: &Walk) -> Result<(), Error> {
@@ -236,9 +236,9 @@ impl BwTree {
                         return Err(corrupt(format!("page {id}: delta of level {}", d.level())));
                     }
                     let fits = match d.kind() {
-                        Kind::Insert | Kind::Delete | Kind::Merge => level == 0,
+                        Kind::Insert | Kind::Delete => level == 0,
                         Kind::IndexEntry | Kind::Unlink => level > 0,
-                        Kind::Split => true,
+                        Kind::Split | Kind::Merge => true,
                         Kind::Remove => {
                             return Err(corrupt(format!("removed page {id} is routed to")))
                         }

@@ -214,7 +214,7 @@ impl BwTree {
     /// entries no longer fit (a split; the root grows instead). Does nothing if another
     /// thread changed the page first. An inner page first finishes the merges its Unlink
     /// deltas announce, and the consolidation that drops them retires the removed pages.
-    /// Returns whether it installed one leaf, not the root's, under the merge threshold
+    /// Returns whether it installed one page, not the root, under the merge threshold
     /// ([`Self::underfull`]) and not the leftmost of its level: a page to merge.
     pub(super) fn consolidate(&self, id: PageId, top: Link, guard: &Guard) -> bool {
         let unlinks = self.unlinks(top);
@@ -250,10 +250,11 @@ impl BwTree {
                 for unlink in unlinks {
                     self.retire_removed(unlink.value(), guard);
                 }
-                return shape.level == 0
-                    && id != ROOT
+                // SAFETY: just published by this thread, which is still pinned.
+                return id != ROOT
                     && shape.low.is_some()
-                    && self.underfull(n, size);
+                    && matches!(unsafe { page.target() }, Target::Base(node)
+                        if self.underfull(node, n, size));
             }
             self.discard(page, true);
         } else if id == ROOT {
@@ -316,10 +317,10 @@ impl BwTree {
         }
         self.retire(top, guard);
         Some(
-            level == 0
-                && id != ROOT
+            id != ROOT
                 && fence_cmp(base, &self.config, true, &[], 0).is_some()
-                && self.underfull(patched.count, patched.size),
+                // SAFETY: built by this thread, which is still pinned.
+                && self.underfull(unsafe { patched.node.as_ref() }, patched.count, patched.size),
         )
     }
 
@@ -416,18 +417,26 @@ impl BwTree {
     }
 
     /// The Unlink deltas of the chain at `top` (an inner page's; read under the caller's
-    /// pin), newest first.
+    /// pin) and of the chains its Merge deltas absorbed: every Unlink a consolidation of the
+    /// chain drops.
     fn unlinks<'g>(&self, top: Link) -> Vec<&'g Delta> {
         let mut found = Vec::new();
+        self.unlinks_into(top, &mut found);
+        found
+    }
+
+    /// [`Self::unlinks`] into `found`.
+    fn unlinks_into<'g>(&self, top: Link, found: &mut Vec<&'g Delta>) {
         let mut link = top;
         // SAFETY: read from the mapping table under the caller's pin; the chain outlives it.
         while let Target::Delta(d) = unsafe { link.target::<'g>() } {
-            if d.kind() == Kind::Unlink {
-                found.push(d);
+            match d.kind() {
+                Kind::Unlink => found.push(d),
+                Kind::Merge => self.unlinks_into(Link(d.value() as usize), found),
+                _ => {}
             }
             link = d.next();
         }
-        found
     }
 
     /// Splits page `id` (chain `top`, entries in `image`): the right half becomes a new
@@ -571,8 +580,14 @@ impl BwTree {
                     next = Some(right);
                     continue;
                 }
+                // The parent is being merged away: finish that merge, then look again (the
+                // page that absorbs it routes the separator).
+                Step::Left(remove) => {
+                    self.help_remove(remove, guard);
+                    continue;
+                }
                 // The parent changed under the descent: look again.
-                Step::Here(..) | Step::Restart | Step::Left(_) => continue,
+                Step::Here(..) | Step::Restart => continue,
             }
             // A page being merged away lost its entry on purpose (an Unlink on the parent,
             // then a Remove on the page, which stays until the Unlink is consolidated away):
@@ -596,7 +611,7 @@ impl BwTree {
                 spot: Spot::UNKNOWN,
             };
             if let Some(delta) = self.install(parent, top, &new) {
-                self.maybe_consolidate(parent, delta, guard);
+                self.settle(parent, delta, guard);
                 return;
             }
         }
@@ -612,6 +627,15 @@ impl BwTree {
     #[inline(never)]
     pub(super) fn consolidate_read(&self, id: PageId, top: Link, guard: &Guard) {
         if self.consolidate(id, top, guard) {
+            self.try_merge(id, guard);
+        }
+    }
+
+    /// Consolidates page `id` after this thread installed `top` on it, as
+    /// [`Self::maybe_consolidate`] does, and starts its merge if it comes out under the
+    /// threshold.
+    pub(super) fn settle(&self, id: PageId, top: Link, guard: &Guard) {
+        if self.maybe_consolidate(id, top, guard) {
             self.try_merge(id, guard);
         }
     }

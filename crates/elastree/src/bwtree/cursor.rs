@@ -421,7 +421,7 @@ fn encloses_end(prefix: &[u8], high: Option<&[u8]>) -> bool {
 
 /// Whether the page whose chain is `top` (base `base`, read under the caller's pin) ends
 /// after every key with `prefix`: its newest Split's key, or its base's high fence (read into
-/// `scratch`).
+/// `scratch`). A removed page encloses nothing.
 fn encloses(
     tree: &BwTree,
     prefix: &[u8],
@@ -435,6 +435,8 @@ fn encloses(
             Target::Delta(d) if d.kind() == Kind::Split => {
                 return encloses_end(prefix, Some(d.key().bytes));
             }
+            // A page being merged away: its range goes to its left sibling.
+            Target::Delta(d) if d.kind() == Kind::Remove => return false,
             Target::Delta(d) => link = d.next(),
             Target::Null | Target::Base(_) => break,
         }
@@ -588,8 +590,8 @@ impl<'t> PrefixCursor<'t> {
     }
 
     /// Finds the deepest page on the path to the prefix that encloses the prefix's range;
-    /// `_pin` keeps the pages read allocated.
-    fn seek(&mut self, _pin: &Guard) {
+    /// `guard` keeps the pages read allocated.
+    fn seek(&mut self, guard: &Guard) {
         self.stats.seeks += 1;
         let tree = self.tree;
         let probe = Probe::at(Key {
@@ -618,7 +620,12 @@ impl<'t> PrefixCursor<'t> {
                 match tree.route(top, probe) {
                     Step::Child(child) => id = child,
                     Step::Right(right, _) => id = right,
-                    Step::Here(..) | Step::Restart | Step::Left(_) => continue 'restart,
+                    // An inner page being merged away: the merge goes first.
+                    Step::Left(remove) => {
+                        tree.help_remove(remove, guard);
+                        continue 'restart;
+                    }
+                    Step::Here(..) | Step::Restart => continue 'restart,
                 }
             }
             let (id, level) = best.unwrap_or((ROOT, 0));

@@ -44,10 +44,10 @@
 //! page's mapping-table entry); `next` is the entry the install replaced; `depth` is
 //! `next`'s depth plus one (a base page's is 0); a known spot is what a search of the
 //! chain's base page for the delta's key returns (every delta of a chain was installed over
-//! that base page: consolidation replaces the whole chain). Insert, Delete, Remove and Merge
-//! appear only on leaves (only leaves are merged), IndexEntry and Unlink only on inner
-//! pages; Split, IndexEntry, Remove, Merge and Unlink carry the high key (the end of the
-//! range they move).
+//! that base page: consolidation replaces the whole chain). Insert and Delete appear only
+//! on leaves, IndexEntry and Unlink only on inner pages, Remove and Merge on both (leaves
+//! and inner pages merge alike); Split, IndexEntry, Remove, Merge and Unlink carry the high
+//! key (the end of the range they move).
 //! A Remove is only ever the top of its page's chain (nothing is installed on it), and its
 //! `next` belongs to the Merge that absorbs it: freeing a Remove frees the delta alone. A
 //! Merge owns the chain its value links to (freed with the Merge's own chain).

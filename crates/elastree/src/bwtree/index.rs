@@ -150,6 +150,8 @@ pub struct BwTreeStats {
     /// Leaves merged into their left sibling (merges started: an Unlink installed on the
     /// parent is always finished).
     pub merges: u64,
+    /// Inner pages merged into their left sibling (likewise).
+    pub inner_merges: u64,
     /// Leaves in the tree: reachable from the root, removed pages waiting for retirement
     /// not counted (computed by a walk; call while no writer runs).
     pub leaves: u64,
@@ -375,7 +377,8 @@ impl Index for BwTreeIndex {
         let (leaves, inner) = self.tree.pages();
         Some(Box::new(BwTreeStats {
             splits: self.tree.splits.load(Relaxed),
-            merges: self.tree.merges.load(Relaxed),
+            merges: self.tree.merges[0].load(Relaxed),
+            inner_merges: self.tree.merges[1].load(Relaxed),
             leaves,
             inner,
         }))
@@ -385,6 +388,7 @@ impl Index for BwTreeIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::page::PageImage;
     use crate::IndexBuilder;
 
     fn tiny(unique: bool) -> Box<dyn Index> {
@@ -489,6 +493,68 @@ mod tests {
         }
     }
 
+    /// Leaves of four entries, chains of one delta, pages split in the middle: 10, 20, ...,
+    /// 160, then 61 and 62, make a root over three inner pages, the middle one over leaves
+    /// [60, 61, 62, 70] and [80, 90]. Removing 80 and 90 empties the second leaf, which
+    /// merges into the first; its parent, left with one child, merges into its left
+    /// sibling, which then routes [10, 100) over three leaves.
+    #[test]
+    fn an_inner_page_left_with_one_child_merges_into_its_left_sibling() {
+        let options = IndexOptions {
+            unique: true,
+            max_key_len: 8,
+            key_len: KeyLen::Fixed(8),
+            leaf_capacity: Some(4),
+            inner_capacity: Some(4),
+        };
+        let own = BwTreeOptions {
+            pages: PageOrganization::Prefix,
+            chain_length: 1,
+            ..BwTreeOptions::default()
+        };
+        let index = BwTreeIndex::new(&options, &own).unwrap();
+        let mut keys: Vec<u64> = (1..=16).map(|i| i * 10).chain([61, 62]).collect();
+        for &k in &keys {
+            assert_eq!(index.insert(&k.to_be_bytes(), k).unwrap(), None);
+        }
+        let stats = |index: &BwTreeIndex| (index as &dyn Index).stats_as::<BwTreeStats>().unwrap();
+        let full = stats(&index);
+        assert_eq!((full.leaves, full.inner), (7, 4), "{full:?}");
+        for k in [80u64, 90] {
+            assert_eq!(index.remove(&k.to_be_bytes()).unwrap(), Some(k));
+            index.check().unwrap();
+        }
+        keys.retain(|&k| k != 80 && k != 90);
+        let merged = stats(&index);
+        assert_eq!(
+            (
+                merged.merges,
+                merged.inner_merges,
+                merged.leaves,
+                merged.inner
+            ),
+            (1, 1, 6, 3),
+            "{merged:?}"
+        );
+        let mut image = PageImage::default();
+        let _guard = shim::pin();
+        let shape = index
+            .tree
+            .collect(index.tree.table.get(super::super::ROOT), &mut image)
+            .unwrap();
+        let root: Vec<&[u8]> = (0..image.len()).map(|i| image.key(i)).collect();
+        assert_eq!(shape.level, 2);
+        assert_eq!(
+            root,
+            [&[][..], &100u64.to_be_bytes()[..]],
+            "the root's separators"
+        );
+        for &k in &keys {
+            assert_eq!(index.get(&k.to_be_bytes()).unwrap(), Some(k));
+        }
+        assert_eq!(index.len(), keys.len());
+    }
+
     #[test]
     fn inserts_gets_removes_and_scans_through_splits() {
         let index = tiny(true);
@@ -538,9 +604,14 @@ mod tests {
         let empty = index.stats_as::<BwTreeStats>().unwrap();
         // Emptied leaves merged into their left siblings: the leaves' count falls by a
         // third (4-entry pages: a parent's leftmost child stays, and so does a leaf whose
-        // last deletes, fewer than a chain's length, were not consolidated).
+        // last deletes, fewer than a chain's length, were not consolidated). Inner pages
+        // left with one child merged too, and their count falls as well.
         assert!(
             empty.merges > 50 && empty.leaves * 3 < full.leaves * 2,
+            "{full:?} then {empty:?}"
+        );
+        assert!(
+            empty.inner_merges > 10 && empty.inner < full.inner,
             "{full:?} then {empty:?}"
         );
         // The keys come back: pages split again, through the recycled ids.

@@ -1,6 +1,6 @@
-//! Merges: a leaf left under the merge threshold by its consolidation is absorbed by its
-//! left sibling, in three compare-and-swaps that any thread can finish (see the module docs'
-//! "Structure modifications"):
+//! Merges: a page (a leaf or an inner page, not the root) left under the merge threshold by
+//! its consolidation is absorbed by its left sibling, in three compare-and-swaps that any
+//! thread can finish (see the module docs' "Structure modifications"):
 //!
 //! 1. an Unlink delta on the parent ([`BwTree::try_merge`]): the parent routes the page's
 //!    range as the keys just below it, to the left sibling, whose side link still leads to
@@ -29,10 +29,12 @@ use super::BwTree;
 use crate::node::page::{fence, PageImage};
 
 impl BwTree {
-    /// Starts merging leaf `id` into its left sibling, if it is still a base page and its
-    /// parent routes its low fence to it and it is not the parent's first child: installs
-    /// the Unlink on the parent and finishes the merge. Gives up (the page stays, and is
-    /// considered again at its next consolidation) when any of that does not hold.
+    /// Starts merging page `id` (a leaf or an inner page) into its left sibling, if it is
+    /// still a base page and its parent routes its low fence to it and it is not the
+    /// parent's first child: installs the Unlink on the parent and finishes the merge; then
+    /// the parent, consolidated without the page's entry, merges in turn if that leaves it
+    /// under the threshold. Gives up (the page stays, and is considered again at its next
+    /// consolidation) when any of that does not hold.
     pub(super) fn try_merge(&self, id: PageId, guard: &Guard) {
         // SAFETY: read from the mapping table under `guard`.
         let Target::Base(node) = (unsafe { self.table.get(id).target() }) else {
@@ -42,9 +44,10 @@ impl BwTree {
             return;
         };
         let low = Key::of(&low);
-        let (parent, top) = self.descend(Probe::at(low), 1, true, guard);
+        let above = node.level() + 1;
+        let (parent, top) = self.descend(Probe::at(low), above, true, guard);
         // SAFETY: read from the mapping table under `guard`.
-        if unsafe { level_of(top) } != Some(1) {
+        if unsafe { level_of(top) } != Some(above) {
             return;
         }
         if !matches!(self.route(top, Probe::at(low)), Step::Child(c) if c == id)
@@ -69,7 +72,7 @@ impl BwTree {
         let high = high.as_ref().or(shape.high.as_ref()).map(Key::of);
         let new = NewDelta {
             kind: Kind::Unlink,
-            level: 1,
+            level: above,
             key: low,
             high,
             value: id,
@@ -78,12 +81,12 @@ impl BwTree {
         let Some(delta) = self.install(parent, top, &new) else {
             return;
         };
-        self.merges.fetch_add(1, Relaxed);
+        self.merges[usize::from(above > 1)].fetch_add(1, Relaxed);
         // SAFETY: just installed; it stays allocated while this thread is pinned.
         if let Target::Delta(unlink) = unsafe { delta.target() } {
             self.finish_merge(unlink, guard);
         }
-        self.maybe_consolidate(parent, delta, guard);
+        self.settle(parent, delta, guard);
     }
 
     /// Finishes the merge that `unlink` (an Unlink delta read under `guard`) started:
@@ -108,7 +111,7 @@ impl BwTree {
             };
             let new = NewDelta {
                 kind: Kind::Remove,
-                level: 0,
+                level: unlink.level() - 1,
                 key: unlink.key(),
                 high: high.as_ref().map(Key::of),
                 value: id,
@@ -124,26 +127,28 @@ impl BwTree {
         }
     }
 
-    /// Makes sure the leaf left of the page that `remove` (a Remove delta read under
-    /// `guard`) froze has absorbed it: finds the leaf that holds the keys just below the
-    /// page's low fence and, if its range still ends there, installs a Merge delta on it.
-    /// Idempotent; any thread that meets a Remove calls it before starting again.
+    /// Makes sure the page left of the page that `remove` (a Remove delta read under
+    /// `guard`) froze has absorbed it: finds the page of its level that holds the keys just
+    /// below its low fence and, if that page's range still ends there, installs a Merge
+    /// delta on it. Idempotent; any thread that meets a Remove calls it before starting
+    /// again.
     pub(super) fn help_remove(&self, remove: &Delta, guard: &Guard) {
         let low = remove.key();
+        let level = remove.level();
         let probe = Probe::below(low);
         'find: loop {
-            let (mut left, _) = self.descend(probe, 0, true, guard);
+            let (mut left, _) = self.descend(probe, level, true, guard);
             let top = loop {
                 let top = self.table.get(left);
                 // SAFETY: read from the mapping table under `guard`.
-                if unsafe { level_of(top) } != Some(0) {
+                if unsafe { level_of(top) } != Some(level) {
                     continue 'find;
                 }
                 match self.covers(top, probe) {
                     Step::Here(..) => break top,
                     Step::Right(right, split) => {
                         if let Some(split) = split {
-                            self.help_split(0, split, guard);
+                            self.help_split(level, split, guard);
                         }
                         left = right;
                     }
@@ -166,14 +171,14 @@ impl BwTree {
             }
             let new = NewDelta {
                 kind: Kind::Merge,
-                level: 0,
+                level,
                 key: low,
                 high: remove.high(),
                 value: remove.next().0 as u64,
                 spot: Spot::UNKNOWN,
             };
             if let Some(delta) = self.install(left, top, &new) {
-                self.maybe_consolidate(left, delta, guard);
+                self.settle(left, delta, guard);
                 return;
             }
         }

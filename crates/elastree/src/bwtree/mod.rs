@@ -17,7 +17,7 @@
 //! * `view.rs`: walking a chain: lookups, routing, fence checks;
 //! * `consolidate.rs`: consolidation into an optimized page, splits, root growth, and posting
 //!   (or helping post) the parent's index entry;
-//! * `merge.rs`: merges of underfull leaves into their left siblings, and helping them finish;
+//! * `merge.rs`: merges of underfull pages into their left siblings, and helping them finish;
 //! * `write.rs`: inserts and removes;
 //! * `scan.rs`: range scans, a page at a time, read in place;
 //! * `cursor.rs`: physiological and prefix cursors (section V);
@@ -52,9 +52,9 @@
 //! halves get new ids and a new inner page replaces the root's chain in one
 //! compare-and-swap, so the root never carries a Split delta.
 //!
-//! A leaf whose consolidation leaves it under two fifths of a page (entries and entry bytes:
-//! see `BwTree::underfull`) and that is not the leftmost child of its parent merges into its
-//! left sibling (`merge.rs`), in three compare-and-swaps:
+//! A page other than the root whose consolidation leaves it under two fifths of a page
+//! (entries and entry bytes: see `BwTree::underfull`) and that is not the leftmost child of
+//! its parent merges into its left sibling (`merge.rs`), in three compare-and-swaps:
 //!
 //! 1. an Unlink delta (the index-term delete) on the parent, installed only on a snapshot
 //!    of the parent that routes the page's low fence to the page and has a child before
@@ -65,30 +65,33 @@
 //!    a first child halfway through its merge);
 //! 2. a Remove delta on the page: it is frozen (no delta goes on a Remove; writers lose
 //!    their compare-and-swap and look again);
-//! 3. a Merge delta on the left sibling (the leaf that holds the keys just below the
-//!    page's low fence, if its range still ends there and it still names the page as its
+//! 3. a Merge delta on the left sibling (the page of its level that holds the keys just
+//!    below the page's low fence, if its range still ends there and it still names the page as its
 //!    right sibling): it takes the frozen chain (walks whose key is at or past the Merge's
 //!    key continue down it), the page's high fence and its right sibling.
 //!
 //! Any thread that meets an unfinished merge finishes it: a walk that meets a Remove
-//! (writers, lookups and scans alike) installs the
-//! Merge if it is missing, then starts again from the root, whose routes no longer lead to
-//! the removed page; a thread that would consolidate a parent first finishes the merges its
-//! Unlinks announce; a Remove whose left sibling is itself removed waits for nothing: the
-//! helper finishes that merge first. A split that races a merge is told apart from a merge
-//! by the helper of the split: it never posts an index entry for a page that an Unlink on
-//! the parent names or that is frozen or gone. The removed page's id and its Remove delta
-//! are retired, through the epoch, by the consolidation of the parent that drops the
-//! Unlink: until then the Unlink names the id, so no helper can mistake a reused id for
-//! the removed page.
+//! (writers, lookups and scans alike, on a leaf or on an inner page on the way down, and a
+//! split's helper whose parent is being merged away) installs the Merge if it is missing,
+//! then starts again from the root, whose routes no longer lead to the removed page; a
+//! thread that would consolidate a parent first finishes the merges its Unlinks announce; a
+//! Remove whose left sibling is itself removed waits for nothing: the helper finishes that
+//! merge first. A split that races a merge is told apart from a merge by the helper of the
+//! split: it never posts an index entry for a page that an Unlink on the parent names or
+//! that is frozen or gone. The removed page's id and its Remove delta are retired, through
+//! the epoch, by the consolidation of the parent that drops the Unlink: until then the
+//! Unlink names the id, so no helper can mistake a reused id for the removed page.
 //!
-//! Only leaves merge. Inner pages and the root keep their pages: an inner page emptied by
-//! merges consolidates to its header and the entries left, and there are fewer inner pages
-//! than leaves by the fan-out (a page splits only when full), so leaf merges bound the
-//! tree's bytes; the root does not collapse to a single child either (a tree that shrank
-//! keeps its height, one page per level at the least). A leaf is not merged while its last
-//! deletes sit in a chain shorter than the consolidation threshold (they are dropped at its
-//! next consolidation), and a parent's leftmost child never merges.
+//! Inner pages merge the same way, one level up: the consolidation of a parent that drops
+//! an Unlink (or of a page that absorbed its right sibling) may leave it under the
+//! threshold, and it merges in turn. The Merge delta of an inner page hands routes as a
+//! leaf's hands keys: a route at or past the Merge's key continues down the absorbed chain,
+//! whose own Unlinks (merges of its children still under way) a consolidation of the
+//! absorbing page finishes and retires with its own. The root never merges and does not
+//! collapse to a single child (a tree that shrank keeps its height, one page per level at
+//! the least). A page is not merged while its last deletes sit in a chain shorter than the
+//! consolidation threshold (they are dropped at its next consolidation), and a parent's
+//! leftmost child never merges.
 //! `tests/memory_accounting.rs` checks the bytes after deleting nine keys in ten and after
 //! random updates against a freshly built tree's.
 //!
@@ -206,12 +209,13 @@ pub(crate) struct BwTree {
     len: StripedCount,
     /// Chains retired, waiting for the epoch.
     garbage: Garbage,
-    /// The size of a page with no entries and no fences (the merge threshold's zero).
-    empty_bytes: usize,
+    /// The size of a leaf and of an inner page with no entries and no fences (the merge
+    /// threshold's zero).
+    empty_bytes: [usize; 2],
     /// Splits installed (statistics).
     splits: AtomicU64,
-    /// Merges started: Unlink deltas installed (statistics).
-    merges: AtomicU64,
+    /// Merges started: Unlink deltas installed, of leaves and of inner pages (statistics).
+    merges: [AtomicU64; 2],
     /// The last range stamp handed out (see [`stamp_of`]).
     stamps: AtomicU64,
 }
@@ -232,9 +236,9 @@ impl BwTree {
             }),
             len: StripedCount::default(),
             garbage: Garbage::default(),
-            empty_bytes: 0,
+            empty_bytes: [0; 2],
             splits: AtomicU64::new(0),
-            merges: AtomicU64::new(0),
+            merges: [AtomicU64::new(0), AtomicU64::new(0)],
             stamps: AtomicU64::new(0),
         };
         let mut tree = tree;
@@ -243,13 +247,19 @@ impl BwTree {
         let mut image = crate::node::page::PageImage::default();
         let (page, size) = tree.build(&mut image, 0, 0..0, (None, None), NO_SIBLING);
         tree.table.set(ROOT, page);
-        tree.empty_bytes = size;
+        let (inner, inner_size) = image.build(&tree.config, 1, 0..0, (None, None));
+        // SAFETY: built just now and never shared.
+        unsafe { delta::free_base(&tree.config, inner) };
+        tree.empty_bytes = [size, inner_size];
         tree
     }
 
-    /// Whether a leaf of `count` entries built in `size` bytes is under the merge
-    /// threshold: at most two fifths of the entries a leaf may hold, and entry bytes (the
-    /// size beyond an empty page's) at most two fifths of a leaf's. A page just split holds
+    /// Whether base page `node` of `count` entries, built in `size` bytes, is under the merge
+    /// threshold: at most two fifths of the entries a page of its level may hold, and entry
+    /// bytes (the size beyond an empty page's and its fences') at most two fifths of such a
+    /// page's. Leaves and inner pages share the rule (inner pages were measured through
+    /// leaves, which are nearly all the pages and all the garbage); fences do not count, or
+    /// long keys would keep an inner page with one child from merging. A page just split holds
     /// about half of each, so it does not merge back at once; a page under the threshold
     /// merged into a left sibling that is at most full makes at most 7/5 of a page, whose
     /// halves (7/10 each) are well above the threshold, so merges and splits do not chase
@@ -259,10 +269,14 @@ impl BwTree {
     /// fresh tree has 10,765, and the tree 1.104x a fresh one's bytes; two fifths leave
     /// 13,037-13,162 leaves and 1.088-1.100x in ten runs (a quarter, tried first at 1M
     /// updates over 100K keys, left 1.109x). Tiny test pages (4 entries) merge at one entry.
-    fn underfull(&self, count: usize, size: usize) -> bool {
-        let spare = self.config.max_bytes(0).saturating_sub(self.empty_bytes);
-        count * 5 <= 2 * self.config.max_entries(0)
-            && size.saturating_sub(self.empty_bytes) * 5 <= 2 * spare
+    fn underfull(&self, node: &NodeHeader, count: usize, size: usize) -> bool {
+        let level = node.level();
+        let empty = self.empty_bytes[usize::from(level > 0)];
+        let spare = self.config.max_bytes(level).saturating_sub(empty);
+        count * 5 <= 2 * self.config.max_entries(level) && {
+            let fences = crate::node::page::fence_bytes(node, &self.config);
+            size.saturating_sub(empty + fences) * 5 <= 2 * spare
+        }
     }
 
     /// Builds a base page at `level` from entries `range` of `image` (which fit), with
@@ -395,8 +409,12 @@ impl BwTree {
                         }
                         id = right;
                     }
-                    // Inner pages are never removed: only a recycled id leads to a Remove.
-                    Step::Restart | Step::Left(_) => continue 'restart,
+                    // An inner page being merged away: the merge goes first.
+                    Step::Left(remove) => {
+                        self.help_remove(remove, guard);
+                        continue 'restart;
+                    }
+                    Step::Restart => continue 'restart,
                 }
             }
         }

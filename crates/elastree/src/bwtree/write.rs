@@ -70,9 +70,7 @@ impl BwTree {
                     (true, false) => self.len.add(-1),
                     _ => {}
                 }
-                if self.maybe_consolidate(id, delta, guard) {
-                    self.try_merge(id, guard);
-                }
+                self.settle(id, delta, guard);
                 return result;
             }
         }

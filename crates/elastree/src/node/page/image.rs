@@ -281,6 +281,18 @@ pub fn fence(node: &NodeHeader, config: &PageConfig, low: bool) -> Option<VarKey
     Page::of(node, config.form).fence(low)
 }
 
+/// The bytes page `node`'s fences take in its bin (their tids included): 0 for a page
+/// unbounded on both sides.
+pub fn fence_bytes(node: &NodeHeader, config: &PageConfig) -> usize {
+    let page = Page::of(node, config.form);
+    let tid = if page.with_tid() { 8 } else { 0 };
+    [true, false]
+        .into_iter()
+        .filter_map(|low| page.fence_span(low))
+        .map(|(_, len)| len + tid)
+        .sum()
+}
+
 /// Copies page `node`'s low fence (`low`) or high fence into `out` (reusing its buffer);
 /// `false` when that side is unbounded (`out` then unchanged).
 pub fn fence_into(node: &NodeHeader, config: &PageConfig, low: bool, out: &mut VarKey) -> bool {
