@@ -360,11 +360,13 @@ fn bwtree_shrinks_after_deletes() {
         let mut order = all.clone();
         order.retain(|i| i % 10 != 0);
         order.sort_by_key(|&i| churn_key(i.wrapping_mul(31)));
-        settle();
-        let baseline = allocated();
-        // The index lives on a thread of its own (see `check_kind`).
+        // The index lives on a thread of its own (see `check_kind`). The baseline is taken
+        // there, once the thread has pinned the epoch: the thread's epoch record is not the
+        // index's.
         let (full, held, stats) = std::thread::scope(|s| {
             s.spawn(|| {
+                settle();
+                let baseline = allocated();
                 let index = bwtree_fixed8();
                 fresh(&*index, &all, 3);
                 settle();

@@ -96,6 +96,11 @@ fn class(size: usize) -> Option<usize> {
 }
 
 impl DeltaPool {
+    /// Bytes of the shards themselves (their heads and counts, not the blocks kept).
+    pub fn shard_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.shards)
+    }
+
     /// Bytes of the blocks kept (a sum over the shards, each read under its lock).
     pub fn bytes(&self) -> usize {
         self.shards.iter().map(|s| lock(&s.0).bytes).sum()

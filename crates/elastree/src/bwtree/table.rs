@@ -255,8 +255,22 @@ impl MappingTable {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    /// Bytes of the segments allocated.
+    /// Bytes the table allocated: its segments, and the list of ids ready for reuse (with
+    /// the shared cell that holds it: an `Arc`, two counts before the list).
     pub fn bytes(&self) -> usize {
+        let free = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .capacity();
+        self.segment_bytes()
+            + free * std::mem::size_of::<PageId>()
+            + std::mem::size_of::<Mutex<Vec<PageId>>>()
+            + 2 * std::mem::size_of::<usize>()
+    }
+
+    /// Bytes of the segments allocated.
+    fn segment_bytes(&self) -> usize {
         self.bytes.get()
     }
 
@@ -335,7 +349,7 @@ mod tests {
             .filter(|&s| !table.directory[s].load(Ordering::Relaxed).is_null())
             .map(|s| segment_layout(s).size())
             .sum();
-        assert_eq!(table.bytes(), expected);
+        assert_eq!(table.segment_bytes(), expected);
         // Only the two segments holding the ids handed out (2^23 and 2^24 ids).
         assert_eq!(table.segments(), 2);
     }
