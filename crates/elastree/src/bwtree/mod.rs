@@ -66,9 +66,9 @@
 //! 2. a Remove delta on the page: it is frozen (no delta goes on a Remove; writers lose
 //!    their compare-and-swap and look again);
 //! 3. a Merge delta on the left sibling (the page of its level that holds the keys just
-//!    below the page's low fence, if its range still ends there and it still names the page as its
-//!    right sibling): it takes the frozen chain (walks whose key is at or past the Merge's
-//!    key continue down it), the page's high fence and its right sibling.
+//!    below the page's low fence, if its range still ends there and it still names the
+//!    page as its right sibling): it takes the frozen chain (walks whose key is at or past
+//!    the Merge's key continue down it), the page's high fence and its right sibling.
 //!
 //! Any thread that meets an unfinished merge finishes it: a walk that meets a Remove
 //! (writers, lookups and scans alike, on a leaf or on an inner page on the way down, and a
