@@ -30,9 +30,9 @@ const FORCED_MERGES: u64 = 5;
 
 /// Runs the model test on `kind` built by `builder` and, with tiny nodes, checks that the
 /// run went through the kind's conversions: the elastic tree compacted leaves and expanded
-/// them back; the Bw-tree merged pages; the hybrid index merged, both the merges the run forced and at least one its
-/// trigger started (counts the schedule cannot change; background merges race the
-/// operations in between).
+/// them back; the Bw-tree merged pages; the hybrid index merged, both the merges the run
+/// forced and at least one its trigger started (counts the schedule cannot change; background
+/// merges race the operations in between).
 fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: Run) {
     let built = Built::new(&builder);
     let forced = run_model_merging(

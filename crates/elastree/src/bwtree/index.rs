@@ -15,34 +15,35 @@ use crate::node::page::{MidWidth, PageConfig, MAX_PAGE_KEY_LEN};
 use crate::stats::KindStats;
 use crate::{Error, IndexKind, IndexOptions, PageOrganization};
 
-/// Deltas a leaf's chain may hold before it is consolidated (inner pages are consolidated as soon
-/// as a delta lands on them: see `consolidate.rs`'s `INNER_CHAIN`). Each delta a lookup passes is a
-/// dependent cache miss (the profile of lookups after a load: most of the walk's time is the load
-/// of a delta's kind), each consolidation copies the page. Measured with `examples/bw_chain.rs` (1M
-/// random 8-byte keys, 2 threads, two runs, Mops/s load / lookup): chain 2: 0.155 / 0.649 and 0.126
-/// / 0.623; 4: 0.228 / 0.667 and 0.233 / 0.785; 8: 0.264 / 0.548 and 0.260 / 0.370; 16: 0.304 /
-/// 0.476 and 0.215 / 0.308. 4 gives the fastest lookups within 15% of the best load. Measured again
-/// once consolidation patched pages (four runs on a busy machine, as ratios to the B+-tree of the
-/// same run, load / lookup): chain 2: 0.36 / 0.73, 0.46 / 0.96, 0.28 / 0.75, 0.33 / 0.67; 4: 0.42 /
-/// 0.65, 0.57 / 0.61, 0.31 / 0.58, 0.38 / 0.58 (3 lies between). Chain 2 now gives about a quarter
-/// faster lookups for a seventh slower loads; 4 is kept, loads being the larger gap. Once lookups
-/// consolidate the chains they walk (`consolidate.rs`'s `READ_CHAIN`), a longer chain costs a
-/// read-mostly phase little: `examples/bw_ops.rs` under callgrind (200K random 8-byte keys,
-/// instructions per insert / per lookup, the lookups' consolidations included): chain 4: 3,806 /
-/// 1,649; 6: 3,576 / 1,659; 8: 3,505 / 1,661. Timed (`bw_chain 4000000 2 4,8,6`, three runs on a
-/// machine busy with another build, load Mops/s): 4: 0.448, 0.557, 0.577; 8: 0.527, 0.529,
-/// 0.461; 6: 0.542, 0.730, 0.589. 6 takes most of 8's saving in instructions with fewer deltas
-/// (dependent loads) per walk.
+/// Deltas a leaf's chain may hold before it is consolidated (inner pages are consolidated as
+/// soon as a delta lands on them: see `consolidate.rs`'s `INNER_CHAIN`). Each delta a lookup
+/// passes is a dependent cache miss (the profile of lookups after a load: most of the walk's
+/// time is the load of a delta's kind), each consolidation copies the page. Measured with
+/// `examples/bw_chain.rs` (1M random 8-byte keys, 2 threads, two runs, Mops/s load / lookup):
+/// chain 2: 0.155 / 0.649 and 0.126 / 0.623; 4: 0.228 / 0.667 and 0.233 / 0.785; 8: 0.264 /
+/// 0.548 and 0.260 / 0.370; 16: 0.304 / 0.476 and 0.215 / 0.308. 4 gives the fastest lookups
+/// within 15% of the best load. Measured again once consolidation patched pages (four runs on a
+/// busy machine, as ratios to the B+-tree of the same run, load / lookup): chain 2: 0.36 /
+/// 0.73, 0.46 / 0.96, 0.28 / 0.75, 0.33 / 0.67; 4: 0.42 / 0.65, 0.57 / 0.61, 0.31 / 0.58, 0.38
+/// / 0.58 (3 lies between). Chain 2 now gives about a quarter faster lookups for a seventh
+/// slower loads; 4 is kept, loads being the larger gap. Once lookups consolidate the chains
+/// they walk (`consolidate.rs`'s `READ_CHAIN`), a longer chain costs a read-mostly phase
+/// little: `examples/bw_ops.rs` under callgrind (200K random 8-byte keys, instructions per
+/// insert / per lookup, the lookups' consolidations included): chain 4: 3,806 / 1,649; 6: 3,576
+/// / 1,659; 8: 3,505 / 1,661. Timed (`bw_chain 4000000 2 4,8,6`, three runs on a machine busy
+/// with another build, load Mops/s): 4: 0.448, 0.557, 0.577; 8: 0.527, 0.529, 0.461; 6: 0.542,
+/// 0.730, 0.589. 6 takes most of 8's saving in instructions with fewer deltas (dependent loads)
+/// per walk.
 ///
 /// Longer chains leave more deltas on the leaves after updates stop: `examples/bw_garbage.rs`
-/// (the tree's bytes after 10M random updates over 1M keys on 2 threads, over a freshly
-/// built tree's) gives chain 4: 1.088x and 1.091x; 5: 1.098x, 1.104x and 1.101x; 6: 1.109x
-/// to 1.118x in seven runs, at 3,403, 3,348 and 3,191 instructions per insert
-/// (`examples/bw_ops.rs`, 1M keys, with the chain directories and child hints). 6 was kept
-/// for the inserts, which are further from their target than the bytes. Since deltas shrank
-/// (a 48-byte fixed part with no tid words in unique trees, a directory that does not repeat
-/// `next`), leaves merge under two fifths of a page instead of a third and the delta pool
-/// keeps half as much, chain 6 leaves 1.083x-1.085x.
+/// (the tree's bytes after 10M random updates over 1M keys on 2 threads, over a freshly built
+/// tree's) gives chain 4: 1.088x and 1.091x; 5: 1.098x, 1.104x and 1.101x; 6: 1.109x to 1.118x
+/// in seven runs, at 3,403, 3,348 and 3,191 instructions per insert (`examples/bw_ops.rs`, 1M
+/// keys, with the chain directories and child hints). 6 was kept for the inserts, which are
+/// further from their target than the bytes. Since deltas shrank (a 48-byte fixed part with no
+/// tid words in unique trees, a directory that does not repeat `next`), leaves merge under two
+/// fifths of a page instead of a third and the delta pool keeps half as much, chain 6 leaves
+/// 1.083x-1.085x.
 pub const DEFAULT_CHAIN_LENGTH: usize = 6;
 
 /// Entries of a leaf page when the shared options do not say (bounded by the page's bytes).

@@ -28,10 +28,11 @@
 //! entries need; when it is full it is replaced by one half again as large, until it reaches
 //! the largest page size, and then by two pages that each hold half of its entries, again
 //! with half to spare (a leaf's entries therefore fill between about a third and all of its
-//! bytes, most of the time above two thirds). Within a page, the bytes after the header are shared between the
-//! entry slots and the bin in the proportion the entries need them, re-partitioned whenever
-//! the page is rebuilt, so a page is full only when all of its bytes are used. Inner pages
-//! have the largest size; a separator that does not fit makes the tree split the page.
+//! bytes, most of the time above two thirds). Within a page, the bytes after the header are
+//! shared between the entry slots and the bin in the proportion the entries need them,
+//! re-partitioned whenever the page is rebuilt, so a page is full only when all of its bytes
+//! are used. Inner pages have the largest size; a separator that does not fit makes the tree
+//! split the page.
 
 mod batch;
 mod build;
