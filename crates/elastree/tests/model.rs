@@ -69,10 +69,11 @@ fn model_case(kind: IndexKind, builder: IndexBuilder, registry: &Registry, run: 
     }
     if let Some(stats) = index.stats_as::<BwTreeStats>() {
         // Tiny pages and chains of 2: the run's removes empty leaves, which merge into their
-        // left siblings (and pages split again as keys come back); inner pages left with
-        // one child by those merges merge too.
+        // left siblings (and pages split again as keys come back). Inner pages merge only
+        // where the left sibling has room, which tiny pages of long keys seldom have: the
+        // unit tests, the stress test and the loom model assert those.
         assert!(
-            stats.merges > 0 && stats.inner_merges > 0 && stats.splits > stats.merges,
+            stats.merges > 0 && stats.splits > stats.merges,
             "the Bw-tree did not merge ({:?}, seed {}): {stats:?}",
             run.keys,
             run.seed

@@ -433,6 +433,8 @@ impl BwTree {
             match d.kind() {
                 Kind::Unlink => found.push(d),
                 Kind::Merge => self.unlinks_into(Link(d.value() as usize), found),
+                // A removed page's chain belongs to the Merge that absorbs it.
+                Kind::Remove => return,
                 _ => {}
             }
             link = d.next();

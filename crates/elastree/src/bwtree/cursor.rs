@@ -115,14 +115,18 @@ fn owned_bound(bound: Bound<Key<'_>>, pairs: bool) -> (Side, VarKey) {
     }
 }
 
-/// The base page at the end of the chain at `top` (read under the caller's pin).
-fn base_of<'g>(top: Link) -> Option<&'g NodeHeader> {
+/// The base page at the end of the chain at `top` (read under the caller's pin); `None` for a
+/// null entry or a removed page.
+pub(super) fn base_of<'g>(top: Link) -> Option<&'g NodeHeader> {
     let mut link = top;
     loop {
         // SAFETY: `top` was read from the mapping table under the caller's pin; every record
-        // of its chain outlives the pin.
+        // of its chain outlives the pin. A Remove's `next` is not followed: the frozen chain
+        // belongs to the Merge that absorbed it, which may have been retired before the pin
+        // (the Remove stays in the table until the parent drops its Unlink).
         match unsafe { link.target::<'g>() } {
             Target::Null => return None,
+            Target::Delta(d) if d.kind() == Kind::Remove => return None,
             Target::Delta(d) => link = d.entries_over().unwrap_or(d.next()),
             Target::Base(node) => return Some(node),
         }
@@ -603,6 +607,15 @@ impl<'t> PrefixCursor<'t> {
             let mut best: Option<(PageId, u16)> = None;
             loop {
                 let top = tree.table.get(id);
+                // A page being merged away (reached through its left sibling's side link):
+                // the merge goes first.
+                // SAFETY: read from the mapping table under `guard`.
+                if let Target::Delta(d) = unsafe { top.target::<'_>() } {
+                    if d.kind() == Kind::Remove {
+                        tree.help_remove(d, guard);
+                        continue 'restart;
+                    }
+                }
                 let Some(base) = base_of(top) else {
                     continue 'restart;
                 };

@@ -561,6 +561,37 @@ mod tests {
         assert_eq!(index.len(), keys.len());
     }
 
+    /// Inserts alone never merge pages, with keys that share a long prefix (the halves of a
+    /// split inner page store it once, the level's first page cannot) and with keys near
+    /// the length limit (fences take much of a page): a merge of such halves would split
+    /// again at the next insert below them.
+    #[test]
+    fn inserts_of_long_keys_merge_nothing() {
+        for prefix in [392, 992] {
+            let index = IndexBuilder::new(BwTreeOptions::default())
+                .unique(true)
+                .key_len(KeyLen::Variable)
+                .build()
+                .unwrap();
+            let key = |i: u64| {
+                let mut key = vec![b'p'; prefix];
+                key.extend_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
+                key
+            };
+            for i in 0..20_000 {
+                assert_eq!(index.insert(&key(i), i).unwrap(), None);
+            }
+            index.check().unwrap();
+            let stats = index.stats_as::<BwTreeStats>().unwrap();
+            assert!(stats.splits > 100, "{prefix}-byte prefix: {stats:?}");
+            assert_eq!(
+                (stats.merges, stats.inner_merges),
+                (0, 0),
+                "{prefix}-byte prefix: {stats:?}"
+            );
+        }
+    }
+
     #[test]
     fn inserts_gets_removes_and_scans_through_splits() {
         let index = tiny(true);

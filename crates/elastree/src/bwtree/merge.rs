@@ -26,12 +26,14 @@ use super::key::Key;
 use super::table::PageId;
 use super::view::{level_of, Probe, Step};
 use super::BwTree;
-use crate::node::page::{fence, PageImage};
+use crate::node::page::{fence, footprint, PageImage};
+use crate::node::NodeHeader;
 
 impl BwTree {
     /// Starts merging page `id` (a leaf or an inner page) into its left sibling, if it is
     /// still a base page and its parent routes its low fence to it and it is not the
-    /// parent's first child: installs the Unlink on the parent and finishes the merge; then
+    /// parent's first child (and, for an inner page, if it fits its left sibling: see
+    /// [`Self::fits_left`]): installs the Unlink on the parent and finishes the merge; then
     /// the parent, consolidated without the page's entry, merges in turn if that leaves it
     /// under the threshold. Gives up (the page stays, and is considered again at its next
     /// consolidation) when any of that does not hold.
@@ -50,9 +52,13 @@ impl BwTree {
         if unsafe { level_of(top) } != Some(above) {
             return;
         }
-        if !matches!(self.route(top, Probe::at(low)), Step::Child(c) if c == id)
-            || !matches!(self.route(top, Probe::below(low)), Step::Child(_))
-        {
+        if !matches!(self.route(top, Probe::at(low)), Step::Child(c) if c == id) {
+            return;
+        }
+        let Step::Child(left) = self.route(top, Probe::below(low)) else {
+            return;
+        };
+        if above > 1 && !self.fits_left(node, left) {
             return;
         }
         // The Unlink covers the page's range in the parent: up to the next separator.
@@ -87,6 +93,25 @@ impl BwTree {
             self.finish_merge(unlink, guard);
         }
         self.settle(parent, delta, guard);
+    }
+
+    /// Whether inner base page `node` and the base page of `left`, its left sibling (read
+    /// under the caller's pin), would make one page that fits: their entries together, and
+    /// their bytes with `node`'s prefix given back to each of its entries (the merged page
+    /// may not share it). A merge that would split again at once is not made: the halves of
+    /// a split inner page whose keys share a long prefix can be small enough to count as
+    /// underfull (the right half stores the prefix once, the left one, starting at the
+    /// level's first separator, cannot), and merging them back would split them again at
+    /// the next index entry, and so on. Leaves merge by the threshold alone
+    /// ([`Self::underfull`]).
+    fn fits_left(&self, node: &NodeHeader, left: PageId) -> bool {
+        let Some(left) = super::cursor::base_of(self.table.get(left)) else {
+            return false;
+        };
+        let (a, b) = (footprint(left, &self.config), footprint(node, &self.config));
+        let level = node.level();
+        a.count + b.count <= self.config.max_entries(level)
+            && a.bytes + b.bytes + b.count * b.prefix_len <= self.config.max_bytes(level)
     }
 
     /// Finishes the merge that `unlink` (an Unlink delta read under `guard`) started:

@@ -84,7 +84,9 @@
 //!
 //! Inner pages merge the same way, one level up: the consolidation of a parent that drops
 //! an Unlink (or of a page that absorbed its right sibling) may leave it under the
-//! threshold, and it merges in turn. The Merge delta of an inner page hands routes as a
+//! threshold (or with one child), and it merges in turn, if its left sibling has room for
+//! its entries (see `BwTree::fits_left`: halves of a split inner page can count as underfull
+//! when their keys share a long prefix, and must not merge back only to split again). The Merge delta of an inner page hands routes as a
 //! leaf's hands keys: a route at or past the Merge's key continues down the absorbed chain,
 //! whose own Unlinks (merges of its children still under way) a consolidation of the
 //! absorbing page finishes and retires with its own. The root never merges and does not
@@ -256,10 +258,11 @@ impl BwTree {
 
     /// Whether base page `node` of `count` entries, built in `size` bytes, is under the merge
     /// threshold: at most two fifths of the entries a page of its level may hold, and entry
-    /// bytes (the size beyond an empty page's and its fences') at most two fifths of such a
-    /// page's. Leaves and inner pages share the rule (inner pages were measured through
-    /// leaves, which are nearly all the pages and all the garbage); fences do not count, or
-    /// long keys would keep an inner page with one child from merging. A page just split holds
+    /// bytes (the size beyond an empty page's) at most two fifths of such a page's; or an
+    /// inner page with one child (whose fences may take more than that with long keys: its
+    /// merge is checked to fit, see [`Self::try_merge`]). Leaves and inner pages share the
+    /// rule (inner pages were measured through leaves, which are nearly all the pages and
+    /// all the garbage). A page just split holds
     /// about half of each, so it does not merge back at once; a page under the threshold
     /// merged into a left sibling that is at most full makes at most 7/5 of a page, whose
     /// halves (7/10 each) are well above the threshold, so merges and splits do not chase
@@ -273,10 +276,9 @@ impl BwTree {
         let level = node.level();
         let empty = self.empty_bytes[usize::from(level > 0)];
         let spare = self.config.max_bytes(level).saturating_sub(empty);
-        count * 5 <= 2 * self.config.max_entries(level) && {
-            let fences = crate::node::page::fence_bytes(node, &self.config);
-            size.saturating_sub(empty + fences) * 5 <= 2 * spare
-        }
+        count * 5 <= 2 * self.config.max_entries(level)
+            && size.saturating_sub(empty) * 5 <= 2 * spare
+            || level > 0 && count <= 1
     }
 
     /// Builds a base page at `level` from entries `range` of `image` (which fit), with

@@ -281,16 +281,27 @@ pub fn fence(node: &NodeHeader, config: &PageConfig, low: bool) -> Option<VarKey
     Page::of(node, config.form).fence(low)
 }
 
-/// The bytes page `node`'s fences take in its bin (their tids included): 0 for a page
-/// unbounded on both sides.
-pub fn fence_bytes(node: &NodeHeader, config: &PageConfig) -> usize {
-    let page = Page::of(node, config.form);
-    let tid = if page.with_tid() { 8 } else { 0 };
-    [true, false]
-        .into_iter()
-        .filter_map(|low| page.fence_span(low))
-        .map(|(_, len)| len + tid)
-        .sum()
+/// What a page takes: see [`footprint`].
+#[derive(Debug, Clone, Copy)]
+pub struct Footprint {
+    /// Its bytes (the sidecar's included).
+    pub bytes: usize,
+    /// Its entries.
+    pub count: usize,
+    /// The length of the prefix its keys share, stored once.
+    pub prefix_len: usize,
+}
+
+/// Page `node`'s bytes, entries and stored prefix: what a merge needs to bound the page it
+/// would make (each entry moved into a page without that prefix takes it back).
+pub fn footprint(node: &NodeHeader, config: &PageConfig) -> Footprint {
+    let bytes = Page::bytes_of(node);
+    let meta = Page::meta_of(node);
+    Footprint {
+        bytes: bytes + config.form.sidecar_bytes(bytes, node.level()),
+        count: Page::of(node, config.form).count(),
+        prefix_len: meta.prefix_len,
+    }
 }
 
 /// Copies page `node`'s low fence (`low`) or high fence into `out` (reusing its buffer);

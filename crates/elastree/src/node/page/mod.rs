@@ -58,7 +58,7 @@ use super::{NodeHeader, NodeRepr, SearchResult};
 pub use batch::PageBatch;
 use build::needed;
 pub use encode::MidWidth;
-pub use image::{fence, fence_bytes, fence_cmp, fence_into, PageImage, PageView};
+pub use image::{fence, fence_cmp, fence_into, footprint, Footprint, PageImage, PageView};
 use layout::{FenceSpots, Form, Page, NO_FENCE};
 pub use patch::{Edit, Patched};
 
