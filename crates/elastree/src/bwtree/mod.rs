@@ -85,11 +85,12 @@
 //! Inner pages merge the same way, one level up: the consolidation of a parent that drops
 //! an Unlink (or of a page that absorbed its right sibling) may leave it under the
 //! threshold (or with one child), and it merges in turn, if its left sibling has room for
-//! its entries (see `BwTree::fits_left`: halves of a split inner page can count as underfull
-//! when their keys share a long prefix, and must not merge back only to split again). The Merge delta of an inner page hands routes as a
-//! leaf's hands keys: a route at or past the Merge's key continues down the absorbed chain,
-//! whose own Unlinks (merges of its children still under way) a consolidation of the
-//! absorbing page finishes and retires with its own. The root never merges and does not
+//! its entries (see `BwTree::fits_left`: halves of a split inner page can count as
+//! underfull when their keys share a long prefix, and must not merge back only to split
+//! again). The Merge delta of an inner page hands routes as a leaf's hands keys: a route
+//! at or past the Merge's key continues down the absorbed chain, whose own Unlinks (merges
+//! of its children still under way) a consolidation of the absorbing page finishes and
+//! retires with its own. The root never merges and does not
 //! collapse to a single child (a tree that shrank keeps its height, one page per level at
 //! the least). A page is not merged while its last deletes sit in a chain shorter than the
 //! consolidation threshold (they are dropped at its next consolidation), and a parent's
@@ -262,8 +263,8 @@ impl BwTree {
     /// inner page with one child (whose fences may take more than that with long keys: its
     /// merge is checked to fit, see [`Self::try_merge`]). Leaves and inner pages share the
     /// rule (inner pages were measured through leaves, which are nearly all the pages and
-    /// all the garbage). A page just split holds
-    /// about half of each, so it does not merge back at once; a page under the threshold
+    /// all the garbage). A page just split holds about half of each, so it does not merge
+    /// back at once; a page under the threshold
     /// merged into a left sibling that is at most full makes at most 7/5 of a page, whose
     /// halves (7/10 each) are well above the threshold, so merges and splits do not chase
     /// each other. Random updates leave leaves emptier the lower the threshold, and every
