@@ -6,6 +6,7 @@
 //! actually frees them. `tests/memory_accounting.rs` checks the figures against a counting
 //! global allocator.
 
+use std::alloc::Layout;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use crate::counter::StripedCount;
@@ -101,5 +102,42 @@ impl StripedBytes {
 impl std::fmt::Debug for StripedBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.get())
+    }
+}
+
+/// The bytes of the allocation behind an `Arc` whose value has layout `value`: the strong and
+/// weak counts, then the value at its alignment, padded to the whole's alignment.
+pub(crate) fn arc_bytes_of(value: Layout) -> usize {
+    let (whole, _) = Layout::new::<[usize; 2]>()
+        .extend(value)
+        .expect("an Arc's layout");
+    whole.pad_to_align().size()
+}
+
+/// The bytes of the allocation behind an `Arc<T>` (see [`arc_bytes_of`]).
+pub(crate) fn arc_bytes<T>() -> usize {
+    arc_bytes_of(Layout::new::<T>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache-line-aligned value sits a whole line after the two counts, and the
+    /// allocation ends on a line: counting the counts as two words undercounts it.
+    #[test]
+    fn arc_bytes_follow_the_values_alignment() {
+        #[repr(align(64))]
+        struct Line {
+            _bytes: [u8; 64],
+        }
+        assert_eq!(arc_bytes::<u64>(), 24);
+        assert_eq!(arc_bytes::<[u8; 3]>(), 24);
+        assert_eq!(arc_bytes::<Line>(), 128);
+        assert_eq!(
+            arc_bytes_of(Layout::array::<u8>(10).unwrap()),
+            32,
+            "an Arc<[u8]> of 10 bytes"
+        );
     }
 }

@@ -136,8 +136,8 @@ impl<R: LeafPolicy> Tree<R> {
         MemoryUsage {
             inner: self.bytes.inner.get(),
             leaves: self.bytes.leaves.get() + R::extra_leaf_bytes(&self.config),
-            // The Arc's allocation: two reference counts and the counters.
-            aux: 2 * std::mem::size_of::<usize>() + std::mem::size_of::<NodeBytes>(),
+            // The Arc holding the counters.
+            aux: crate::mem::arc_bytes::<NodeBytes>(),
         }
     }
 

@@ -633,26 +633,20 @@ impl BwTree {
         }
     }
 
-    /// Consolidates page `id` after this thread installed `top` on it, as
-    /// [`Self::maybe_consolidate`] does, and starts its merge if it comes out under the
-    /// threshold.
-    pub(super) fn settle(&self, id: PageId, top: Link, guard: &Guard) {
-        if self.maybe_consolidate(id, top, guard) {
-            self.try_merge(id, guard);
-        }
-    }
-
     /// Consolidates page `id` after this thread installed `top` on it, if its chain is
-    /// longer than the limit of its level: the configured chain length for a leaf, none for
-    /// an inner page (see [`INNER_CHAIN`]); returns whether the page is now one to merge (see
-    /// [`Self::consolidate`]).
-    pub(super) fn maybe_consolidate(&self, id: PageId, top: Link, guard: &Guard) -> bool {
+    /// longer than the limit of its level (the configured chain length for a leaf, none for
+    /// an inner page: see [`INNER_CHAIN`]), and starts its merge if it comes out under the
+    /// threshold (see [`Self::consolidate`]). Every install that may leave a page longer or
+    /// emptier ends here.
+    pub(super) fn settle(&self, id: PageId, top: Link, guard: &Guard) {
         // SAFETY: `top` was installed by this thread while pinned.
         let (depth, level) = unsafe { (top.depth(), super::view::level_of(top)) };
         let limit = match level {
             Some(0) => self.max_chain,
             _ => INNER_CHAIN,
         };
-        depth > limit && self.consolidate(id, top, guard)
+        if depth > limit && self.consolidate(id, top, guard) {
+            self.try_merge(id, guard);
+        }
     }
 }

@@ -51,7 +51,7 @@ use super::delta::{Kind, Link, Target};
 use super::key::Key;
 use super::scan::{above, below, probe_for, PageScratch};
 use super::table::PageId;
-use super::view::{level_of, Probe, Step};
+use super::view::{base_of, level_of, Probe, Step};
 use super::{stamp_of, BwTree, NO_SIBLING, ROOT};
 use crate::index::{pair_bound, Direction};
 use crate::node::page::{fence_cmp, fence_into, PageView};
@@ -112,24 +112,6 @@ fn owned_bound(bound: Bound<Key<'_>>, pairs: bool) -> (Side, VarKey) {
         Bound::Unbounded => (Side::Unbounded, VarKey::default()),
         Bound::Included(k) => (Side::Included, k.to_owned(pairs)),
         Bound::Excluded(k) => (Side::Excluded, k.to_owned(pairs)),
-    }
-}
-
-/// The base page at the end of the chain at `top` (read under the caller's pin); `None` for a
-/// null entry or a removed page.
-pub(super) fn base_of<'g>(top: Link) -> Option<&'g NodeHeader> {
-    let mut link = top;
-    loop {
-        // SAFETY: `top` was read from the mapping table under the caller's pin; every record
-        // of its chain outlives the pin. A Remove's `next` is not followed: the frozen chain
-        // belongs to the Merge that absorbed it, which may have been retired before the pin
-        // (the Remove stays in the table until the parent drops its Unlink).
-        match unsafe { link.target::<'g>() } {
-            Target::Null => return None,
-            Target::Delta(d) if d.kind() == Kind::Remove => return None,
-            Target::Delta(d) => link = d.entries_over().unwrap_or(d.next()),
-            Target::Base(node) => return Some(node),
-        }
     }
 }
 

@@ -363,15 +363,13 @@ impl Index for BwTreeIndex {
             inner: self.tree.bytes.inner.get(),
             leaves: self.tree.bytes.leaves.get(),
             // The index object (boxed by the builder) holds the tree inline, and the byte
-            // counts it shares with deferred frees in an allocation of their own (an `Arc`:
-            // two counts before them). The delta pool's shards and kept blocks are the tree's
-            // too.
+            // counts it shares with deferred frees in an `Arc` of their own. The delta pool's
+            // shards and kept blocks are the tree's too.
             aux: self.tree.table.bytes()
                 + self.tree.bytes.pool.bytes()
                 + self.tree.bytes.pool.shard_bytes()
                 + std::mem::size_of::<Self>()
-                + std::mem::size_of::<super::Bytes>()
-                + 2 * std::mem::size_of::<usize>(),
+                + crate::mem::arc_bytes::<super::Bytes>(),
         }
     }
 

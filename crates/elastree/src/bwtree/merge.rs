@@ -24,7 +24,7 @@ use super::shim::Guard;
 use super::delta::{Delta, Kind, NewDelta, Spot, Target};
 use super::key::Key;
 use super::table::PageId;
-use super::view::{level_of, Probe, Step};
+use super::view::{base_of, level_of, Probe, Step};
 use super::BwTree;
 use crate::node::page::{fence, footprint, PageImage};
 use crate::node::NodeHeader;
@@ -105,7 +105,7 @@ impl BwTree {
     /// the next index entry, and so on. Leaves merge by the threshold alone
     /// ([`Self::underfull`]).
     fn fits_left(&self, node: &NodeHeader, left: PageId) -> bool {
-        let Some(left) = super::cursor::base_of(self.table.get(left)) else {
+        let Some(left) = base_of(self.table.get(left)) else {
             return false;
         };
         let (a, b) = (footprint(left, &self.config), footprint(node, &self.config));

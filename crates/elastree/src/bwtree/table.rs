@@ -256,7 +256,7 @@ impl MappingTable {
     }
 
     /// Bytes the table allocated: its segments, and the list of ids ready for reuse (with
-    /// the shared cell that holds it: an `Arc`, two counts before the list).
+    /// the `Arc` that shares it).
     pub fn bytes(&self) -> usize {
         let free = self
             .free
@@ -265,8 +265,7 @@ impl MappingTable {
             .capacity();
         self.segment_bytes()
             + free * std::mem::size_of::<PageId>()
-            + std::mem::size_of::<Mutex<Vec<PageId>>>()
-            + 2 * std::mem::size_of::<usize>()
+            + crate::mem::arc_bytes::<Mutex<Vec<PageId>>>()
     }
 
     /// Bytes of the segments allocated.

@@ -455,6 +455,24 @@ fn child_slot<'g>(
     }
 }
 
+/// The base page at the end of the chain at `top` (read under the caller's pin); `None` for a
+/// null entry or a removed page.
+pub(super) fn base_of<'g>(top: Link) -> Option<&'g NodeHeader> {
+    let mut link = top;
+    loop {
+        // SAFETY: `top` was read from the mapping table under the caller's pin; every record
+        // of its chain outlives the pin. A Remove's `next` is not followed: the frozen chain
+        // belongs to the Merge that absorbed it, which may have been retired before the pin
+        // (the Remove stays in the table until the parent drops its Unlink).
+        match unsafe { link.target::<'g>() } {
+            Target::Null => return None,
+            Target::Delta(d) if d.kind() == Kind::Remove => return None,
+            Target::Delta(d) => link = d.entries_over().unwrap_or(d.next()),
+            Target::Base(node) => return Some(node),
+        }
+    }
+}
+
 /// The level of the page whose chain is at `top` (`None` for null).
 ///
 /// # Safety

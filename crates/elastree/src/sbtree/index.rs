@@ -421,8 +421,7 @@ impl Index for SbTreeIndex {
                     + res.aux.get()
                     + std::mem::size_of::<Self>()
                     + std::mem::size_of_val(&**tree)
-                    + 2 * std::mem::size_of::<usize>()
-                    + std::mem::size_of::<super::Resources>(),
+                    + crate::mem::arc_bytes::<super::Resources>(),
             }
         })
     }

@@ -37,10 +37,9 @@ pub(crate) struct BlockCache {
     per_shard: usize,
 }
 
-/// The allocation of an `Arc<[u8]>` of `len` bytes: two counters and the bytes, rounded to
-/// the counters' alignment.
+/// The allocation of an `Arc<[u8]>` of `len` bytes.
 fn arc_bytes(len: usize) -> usize {
-    (2 * std::mem::size_of::<usize>() + len).next_multiple_of(std::mem::align_of::<usize>())
+    crate::mem::arc_bytes_of(std::alloc::Layout::array::<u8>(len).expect("a block's layout"))
 }
 
 impl BlockCache {

@@ -117,10 +117,7 @@ impl Segment {
 
     /// Bytes of the segment's leaf part: its `Arc` allocation, the blocks and the last key.
     pub(crate) fn leaf_bytes(&self) -> usize {
-        2 * std::mem::size_of::<usize>()
-            + std::mem::size_of::<Segment>()
-            + self.data.len()
-            + self.last_key.len()
+        crate::mem::arc_bytes::<Segment>() + self.data.len() + self.last_key.len()
     }
 }
 
